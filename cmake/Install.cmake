@@ -1,0 +1,22 @@
+# `cmake --install build --prefix P` gives P/lib/cmake/ranks/ranksConfig.cmake, so outside projects
+# write find_package(ranks CONFIG REQUIRED) and link ranks::ranks.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS ranks EXPORT ranksTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(dir runtime/ranks sim/ranks)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
+endforeach()
+install(FILES ${PROJECT_BINARY_DIR}/generated/ranks/config.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks)
+install(EXPORT ranksTargets NAMESPACE ranks:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ranks)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ranksConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ranksConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ranks)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ranksConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ranksConfig.cmake ${PROJECT_BINARY_DIR}/ranksConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ranks)

@@ -1,0 +1,32 @@
+#pragma once
+// What a backend provides: one Backend object per (rank, group) — a communicator.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ranks/op.hpp"
+#include "ranks/work.hpp"
+
+namespace ranks {
+
+// Identity of a group, the same on every member: deterministic, never a creation counter.
+struct GroupSpec {
+  std::string name;               // "world", "world/0,2,4", a repeated set gets "#2", "#3", ...
+  std::vector<int> global_ranks;  // ascending, as torch sorts them: group rank i is global_ranks[i]
+  int rank = -1;                  // this process's rank within the group, -1 if not a member
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;  // "sim", "gloo", "mpi", "nccl"
+  // Starts the operation and returns at once; Work::wait() finishes it.
+  virtual Work submit(OpRequest request) = 0;
+  // A communicator for a group made by new_group(); called on every rank of this (world)
+  // backend after the members have agreed. Returns nullptr on ranks outside the group.
+  virtual std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) = 0;
+};
+
+}  // namespace ranks

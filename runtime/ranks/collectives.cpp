@@ -1,0 +1,285 @@
+#include "ranks/collectives.hpp"
+
+#include <fmt/format.h>
+
+#include "ranks/detail/dispatch.hpp"
+#include "ranks/init.hpp"
+
+namespace ranks {
+
+using detail::Call;
+using detail::GroupImpl;
+
+namespace {
+
+struct Prepared {
+  GroupImpl* group;  // null: not distributed
+  Call call;
+  int size() const { return group ? group->size() : 1; }
+  int rank() const { return group ? group->spec.rank : 0; }
+};
+
+Prepared prepare(OpKind op, const Group& group, const where_t& where) {
+  GroupImpl* g = detail::resolve(group, op, where);
+  return {g, Call{op, g, where}};
+}
+
+OpRequest request(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> outputs) {
+  OpRequest r;
+  r.kind = kind;
+  r.inputs = std::move(inputs);
+  r.outputs = std::move(outputs);
+  return r;
+}
+
+// Fills an empty output list with tensors like `like`, or checks the one the caller gave.
+void prepare_outputs(const Prepared& p, std::vector<Tensor>& out, const Tensor& like,
+                     std::string_view what) {
+  if (out.empty()) {
+    out.reserve(p.size());
+    for (int i = 0; i < p.size(); ++i)
+      out.push_back(Tensor::empty(like.shape(), like.dtype(), like.device()));
+  } else {
+    detail::check_list(p.call, out, like, what);
+  }
+}
+
+}  // namespace
+
+Work barrier_async(const Group& group, where_t where) {
+  auto p = prepare(OpKind::Barrier, group, where);
+  if (!p.group) return Work{};
+  return detail::dispatch(*p.group, request(OpKind::Barrier, {}, {}), where);
+}
+
+void barrier(const Group& group, where_t where) { barrier_async(group, where).wait(); }
+
+Work all_reduce_async(Tensor& tensor, ReduceOp op, const Group& group, where_t where) {
+  auto p = prepare(OpKind::AllReduce, group, where);
+  detail::check_tensor(p.call, tensor, "the tensor");
+  detail::check_reduce(p.call, op, tensor.dtype());
+  if (p.size() == 1) return Work{};
+  auto r = request(OpKind::AllReduce, {tensor}, {tensor});
+  r.reduce_op = op;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+void all_reduce(Tensor& tensor, ReduceOp op, const Group& group, where_t where) {
+  all_reduce_async(tensor, op, group, where).wait();
+}
+
+void all_reduce(Tensor& tensor, std::string_view op, const Group& group, where_t where) {
+  all_reduce_async(tensor, parse_reduce_op(op), group, where).wait();
+}
+
+Work all_gather_async(std::vector<Tensor>& out, const Tensor& in, const Group& group,
+                      where_t where) {
+  auto p = prepare(OpKind::AllGather, group, where);
+  detail::check_tensor(p.call, in, "the input");
+  if (p.size() == 1 && out.empty()) {
+    out = {in};  // MMEngine: world size 1 returns [data] itself
+    return Work{};
+  }
+  prepare_outputs(p, out, in, "the output list");
+  if (p.size() == 1) {
+    out[0].copy_(in);
+    return Work{};
+  }
+  return detail::dispatch(*p.group, request(OpKind::AllGather, {in}, out), where);
+}
+
+std::vector<Tensor> all_gather(const Tensor& in, const Group& group, where_t where) {
+  std::vector<Tensor> out;
+  all_gather_async(out, in, group, where).wait();
+  return out;
+}
+
+Work gather_async(std::vector<Tensor>& out, const Tensor& in, int dst, const Group& group,
+                  where_t where) {
+  auto p = prepare(OpKind::Gather, group, where);
+  detail::check_tensor(p.call, in, "the input");
+  detail::check_root(p.call, dst, "dst");
+  if (p.size() == 1 && out.empty()) {
+    out = {in};
+    return Work{};
+  }
+  if (p.rank() == dst) {
+    prepare_outputs(p, out, in, "the output list");
+  } else if (!out.empty()) {
+    detail::fail(p.call, fmt::format("only dst {} receives; this rank was given an output list of "
+                                     "{} tensors",
+                                     dst, out.size()));
+  }
+  if (p.size() == 1) {
+    out[0].copy_(in);
+    return Work{};
+  }
+  auto r = request(OpKind::Gather, {in}, out);
+  r.root = dst;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+std::vector<Tensor> gather(const Tensor& in, int dst, const Group& group, where_t where) {
+  std::vector<Tensor> out;
+  gather_async(out, in, dst, group, where).wait();
+  return out;
+}
+
+Work broadcast_async(Tensor& tensor, int src, const Group& group, where_t where) {
+  auto p = prepare(OpKind::Broadcast, group, where);
+  detail::check_tensor(p.call, tensor, "the tensor");
+  detail::check_root(p.call, src, "src");
+  if (p.size() == 1) return Work{};
+  auto r = request(OpKind::Broadcast, {tensor}, {tensor});
+  r.root = src;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+void broadcast(Tensor& tensor, int src, const Group& group, where_t where) {
+  broadcast_async(tensor, src, group, where).wait();
+}
+
+Work reduce_async(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t where) {
+  auto p = prepare(OpKind::Reduce, group, where);
+  detail::check_tensor(p.call, tensor, "the tensor");
+  detail::check_root(p.call, dst, "dst");
+  detail::check_reduce(p.call, op, tensor.dtype());
+  if (p.size() == 1) return Work{};
+  auto r = request(OpKind::Reduce, {tensor}, {tensor});
+  r.root = dst;
+  r.reduce_op = op;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+void reduce(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t where) {
+  reduce_async(tensor, dst, op, group, where).wait();
+}
+
+Work scatter_async(Tensor& out, const std::vector<Tensor>& in, int src, const Group& group,
+                   where_t where) {
+  auto p = prepare(OpKind::Scatter, group, where);
+  detail::check_tensor(p.call, out, "the output");
+  detail::check_root(p.call, src, "src");
+  if (p.rank() == src) {
+    detail::check_list(p.call, in, out, "the input list");
+  } else if (!in.empty()) {
+    detail::fail(p.call, fmt::format("only src {} sends; this rank was given an input list of {} "
+                                     "tensors",
+                                     src, in.size()));
+  }
+  if (p.size() == 1) {
+    out.copy_(in[0]);
+    return Work{};
+  }
+  auto r = request(OpKind::Scatter, in, {out});
+  r.root = src;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+void scatter(Tensor& out, const std::vector<Tensor>& in, int src, const Group& group,
+             where_t where) {
+  scatter_async(out, in, src, group, where).wait();
+}
+
+Work reduce_scatter_async(Tensor& out, const std::vector<Tensor>& in, ReduceOp op,
+                          const Group& group, where_t where) {
+  auto p = prepare(OpKind::ReduceScatter, group, where);
+  detail::check_tensor(p.call, out, "the output");
+  detail::check_list(p.call, in, out, "the input list");
+  detail::check_reduce(p.call, op, out.dtype());
+  if (p.size() == 1) {
+    out.copy_(in[0]);
+    return Work{};
+  }
+  auto r = request(OpKind::ReduceScatter, in, {out});
+  r.reduce_op = op;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+void reduce_scatter(Tensor& out, const std::vector<Tensor>& in, ReduceOp op, const Group& group,
+                    where_t where) {
+  reduce_scatter_async(out, in, op, group, where).wait();
+}
+
+Work all_to_all_async(std::vector<Tensor>& out, const std::vector<Tensor>& in, const Group& group,
+                      where_t where) {
+  auto p = prepare(OpKind::AllToAll, group, where);
+  if (static_cast<int>(in.size()) != p.size()) {
+    detail::fail(p.call, fmt::format("the input list has {} tensors; it needs one per group rank "
+                                     "({})",
+                                     in.size(), p.size()));
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    detail::check_tensor(p.call, in[i], fmt::format("the input list[{}]", i));
+    if (in[i].dtype() != in[0].dtype()) {
+      detail::fail(p.call, fmt::format("the input list mixes {} and {}", in[0].str(), in[i].str()));
+    }
+  }
+  if (out.empty()) {
+    for (const Tensor& t : in) out.push_back(Tensor::empty(t.shape(), t.dtype(), t.device()));
+  } else if (out.size() != in.size()) {
+    detail::fail(p.call, fmt::format("the output list has {} tensors; it needs one per group rank "
+                                     "({})",
+                                     out.size(), p.size()));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    detail::check_tensor(p.call, out[i], fmt::format("the output list[{}]", i));
+    if (out[i].dtype() != in[0].dtype()) {
+      detail::fail(p.call, fmt::format("the output list[{}] is {} but the inputs are {}", i,
+                                       out[i].str(), dtype_name(in[0].dtype())));
+    }
+  }
+  if (p.size() == 1) {
+    detail::check_same_layout(p.call, out[0], "the output list[0]", in[0], "the input list[0]");
+    out[0].copy_(in[0]);
+    return Work{};
+  }
+  return detail::dispatch(*p.group, request(OpKind::AllToAll, in, out), where);
+}
+
+void all_to_all(std::vector<Tensor>& out, const std::vector<Tensor>& in, const Group& group,
+                where_t where) {
+  all_to_all_async(out, in, group, where).wait();
+}
+
+namespace {
+Prepared prepare_p2p(OpKind op, const Tensor& tensor, int peer, int tag, const Group& group,
+                     const where_t& where) {
+  auto p = prepare(op, group, where);
+  if (!p.group) {
+    detail::fail(p.call, "the process group is not initialised, so there is no peer to talk to");
+  }
+  detail::check_tensor(p.call, tensor, "the tensor");
+  detail::check_peer(p.call, peer, op == OpKind::Send ? "dst" : "src", op == OpKind::Recv);
+  detail::check_tag(p.call, tag);
+  return p;
+}
+}  // namespace
+
+Work isend(const Tensor& tensor, int dst, const Group& group, int tag, where_t where) {
+  auto p = prepare_p2p(OpKind::Send, tensor, dst, tag, group, where);
+  auto r = request(OpKind::Send, {tensor}, {});
+  r.root = dst;
+  r.tag = tag;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+Work irecv(Tensor& tensor, int src, const Group& group, int tag, where_t where) {
+  auto p = prepare_p2p(OpKind::Recv, tensor, src, tag, group, where);
+  auto r = request(OpKind::Recv, {}, {tensor});
+  r.root = src;
+  r.tag = tag;
+  return detail::dispatch(*p.group, std::move(r), where);
+}
+
+void send(const Tensor& tensor, int dst, const Group& group, int tag, where_t where) {
+  isend(tensor, dst, group, tag, where).wait();
+}
+
+int recv(Tensor& tensor, int src, const Group& group, int tag, where_t where) {
+  Work work = irecv(tensor, src, group, tag, where);
+  work.wait();
+  return work.source_rank();
+}
+
+}  // namespace ranks

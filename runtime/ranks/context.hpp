@@ -1,0 +1,83 @@
+#pragma once
+// Everything that belongs to one rank lives in its Context: the default group, rank facts, the
+// RNG behind sync_random_seed, the clock. ranks::current() returns the process's Context in real
+// runs and the running fiber's Context in the simulator. There is no other per-rank global or
+// thread_local state anywhere: simulated ranks share one thread, so it would be shared by all.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ranks/backend.hpp"
+
+namespace ranks {
+
+// Time as a rank sees it: real time in real runs, the virtual clock in the simulator.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual void sleep_for(std::chrono::nanoseconds) = 0;
+  virtual std::chrono::nanoseconds now() = 0;
+};
+
+namespace detail {
+
+struct GroupImpl {
+  GroupSpec spec;
+  std::string backend_name;
+  std::chrono::milliseconds timeout{0};
+  std::unique_ptr<Backend> backend;  // null when this rank is not a member
+  uint64_t next_collective_seq = 0;
+  uint64_t next_p2p_seq = 0;
+  int size() const { return static_cast<int>(spec.global_ranks.size()); }
+};
+
+// A small, fast, seedable generator (splitmix64): a simulated rank must stay a few KiB.
+class Rng {
+ public:
+  Rng() = default;
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next();
+  void seed(uint64_t s) { state_ = s; }
+
+ private:
+  uint64_t state_ = 0;
+};
+
+}  // namespace detail
+
+class Context {
+ public:
+  bool initialized = false;
+  bool started_by_main = false;  // init_process_group() inside ranks::main() adopts this one
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  std::string backend_name;
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  std::shared_ptr<detail::GroupImpl> world;
+  // How many groups with each member list have been made, so that repeated new_group() calls
+  // with the same members get distinct, deterministic names.
+  std::map<std::string, int> group_names;
+  detail::Rng rng;
+  Clock* clock = nullptr;  // null: the real clock
+
+  // Resets to the non-distributed state.
+  void reset();
+};
+
+// The calling rank's context.
+Context& current();
+
+namespace detail {
+// The simulator installs a resolver for the thread it runs fibers on; it returns the running
+// fiber's Context (or null outside any simulated rank). Real runs never install one.
+using ContextResolver = Context* (*)();
+ContextResolver set_context_resolver(ContextResolver);
+}  // namespace detail
+
+}  // namespace ranks

@@ -1,0 +1,86 @@
+#include "ranks/detail/check.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "ranks/errors.hpp"
+
+namespace ranks::detail {
+
+std::string where_str(const std::source_location& where) {
+  std::string_view file = where.file_name();
+  if (auto slash = file.find_last_of('/'); slash != std::string_view::npos) {
+    file = file.substr(slash + 1);
+  }
+  return fmt::format("{}:{}", file, where.line());
+}
+
+std::string Call::describe() const {
+  if (group == nullptr) return fmt::format("{} at {}", op_name(op), where_str(where));
+  return fmt::format("{} on group '{}' (rank {} of {}) at {}", op_name(op), group->spec.name,
+                     group->spec.rank, group->size(), where_str(where));
+}
+
+void fail(const Call& call, const std::string& message) {
+  throw InvalidArgument(fmt::format("{}: {}", call.describe(), message));
+}
+
+void check_tensor(const Call& call, const Tensor& t, std::string_view what) {
+  if (!t.defined()) fail(call, fmt::format("{} is an undefined tensor", what));
+}
+
+void check_root(const Call& call, int root, std::string_view what) {
+  int size = call.group ? call.group->size() : 1;
+  if (root < 0 || root >= size) {
+    fail(call, fmt::format("{} {} is out of range [0, {}) (ranks are ranks within the group)", what,
+                           root, size));
+  }
+}
+
+void check_peer(const Call& call, int peer, std::string_view what, bool allow_any_source) {
+  int size = call.group ? call.group->size() : 1;
+  if (allow_any_source && peer == -1) return;
+  if (peer < 0 || peer >= size) {
+    fail(call, fmt::format("{} {} is out of range [0, {}){}", what, peer, size,
+                           allow_any_source ? " (or any_source)" : ""));
+  }
+  if (call.group && peer == call.group->spec.rank) {
+    fail(call, fmt::format("{} {} is this rank itself", what, peer));
+  }
+}
+
+void check_tag(const Call& call, int tag) {
+  if (tag < 0) fail(call, fmt::format("tag {} is negative", tag));
+}
+
+void check_reduce(const Call& call, ReduceOp op, DType dtype) {
+  if (!reduce_op_supports(op, dtype)) {
+    fail(call, fmt::format("reduce op '{}' is bitwise and the tensor is {}; bitwise ops need an "
+                           "integer or bool tensor",
+                           reduce_op_name(op), dtype_name(dtype)));
+  }
+}
+
+void check_list(const Call& call, const std::vector<Tensor>& list, const Tensor& like,
+                std::string_view what) {
+  int size = call.group ? call.group->size() : 1;
+  if (static_cast<int>(list.size()) != size) {
+    fail(call, fmt::format("{} has {} tensors; it needs one per group rank ({})", what, list.size(),
+                           size));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto item = fmt::format("{}[{}]", what, i);
+    check_tensor(call, list[i], item);
+    check_same_layout(call, list[i], item, like, "the input");
+  }
+}
+
+void check_same_layout(const Call& call, const Tensor& a, std::string_view a_what, const Tensor& b,
+                       std::string_view b_what) {
+  if (a.dtype() != b.dtype() || a.numel() != b.numel()) {
+    fail(call, fmt::format("{} is {} but {} is {}", a_what, a.str(), b_what, b.str()));
+  }
+}
+
+}  // namespace ranks::detail

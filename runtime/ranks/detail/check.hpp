@@ -1,0 +1,37 @@
+#pragma once
+// The one argument checker. Every API function validates through here, so every message has the
+// same shape: "<op> on group '<name>' (rank r of n) at file.cpp:42: <what is wrong>".
+
+#include <source_location>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ranks/context.hpp"
+#include "ranks/op.hpp"
+
+namespace ranks::detail {
+
+std::string where_str(const std::source_location&);  // "file.cpp:42"
+
+struct Call {
+  OpKind op;
+  const GroupImpl* group;  // null when not distributed
+  std::source_location where;
+  std::string describe() const;
+};
+
+[[noreturn]] void fail(const Call&, const std::string& message);
+
+void check_tensor(const Call&, const Tensor&, std::string_view what);
+void check_root(const Call&, int root, std::string_view what);  // what: "src" | "dst"
+void check_peer(const Call&, int peer, std::string_view what, bool allow_any_source);
+void check_tag(const Call&, int tag);
+void check_reduce(const Call&, ReduceOp, DType);
+// A list of one tensor per group rank, each with like's dtype and element count.
+void check_list(const Call&, const std::vector<Tensor>& list, const Tensor& like,
+                std::string_view what);
+void check_same_layout(const Call&, const Tensor& a, std::string_view a_what, const Tensor& b,
+                       std::string_view b_what);
+
+}  // namespace ranks::detail

@@ -1,0 +1,34 @@
+#include "ranks/detail/dispatch.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ranks/errors.hpp"
+#include "ranks/group.hpp"
+
+namespace ranks::detail {
+
+GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& where) {
+  if (group.is_default()) {
+    Context& context = current();
+    return context.initialized ? context.world.get() : nullptr;
+  }
+  GroupImpl* impl = group.impl().get();
+  if (impl->backend == nullptr) {
+    throw InvalidArgument(fmt::format(
+        "{} at {}: this rank (global rank {}) is not a member of group '{}' (members {})",
+        op_name(op), where_str(where), current().rank, impl->spec.name,
+        fmt::join(impl->spec.global_ranks, ", ")));
+  }
+  return impl;
+}
+
+Work dispatch(GroupImpl& group, OpRequest request, const std::source_location& where) {
+  request.seq =
+      is_point_to_point(request.kind) ? group.next_p2p_seq++ : group.next_collective_seq++;
+  request.timeout = group.timeout;
+  request.where = where;
+  return group.backend->submit(std::move(request));
+}
+
+}  // namespace ranks::detail

@@ -1,0 +1,173 @@
+#include "ranks/detail/reduce.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ranks/errors.hpp"
+
+namespace ranks::detail {
+
+namespace {
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+
+// Fixed-size blocks with no loop-carried dependency let g++ vectorise at -O2, whose cheap cost
+// model refuses loops that need an alias check or a scalar epilogue. ivdep holds because acc and
+// src are either the same buffer or disjoint.
+template <class T, class F>
+void apply(void* acc, const void* src, int64_t count, F f) {
+  constexpr int64_t kBlock = 64 / sizeof(T);
+  T* a = static_cast<T*>(acc);
+  const T* s = static_cast<const T*>(src);
+  int64_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+#pragma GCC ivdep
+    for (int64_t j = 0; j < kBlock; ++j) a[i + j] = f(a[i + j], s[i + j]);
+  }
+  for (; i < count; ++i) a[i] = f(a[i], s[i]);
+}
+
+// Picks b when it is below a or NaN, so NaN in either operand wins.
+template <class T>
+T nan_min(T a, T b) {
+  return (b < a || b != b) ? b : a;
+}
+template <class T>
+T nan_max(T a, T b) {
+  return (b > a || b != b) ? b : a;
+}
+
+// Bool elements are read as bytes: a byte other than 0 or 1 (from a borrowed buffer) would be
+// undefined behaviour as bool, and the result is always normalised to 0 or 1.
+void reduce_bool(void* acc, const void* src, int64_t count, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean:
+    case ReduceOp::Max:
+    case ReduceOp::BOr:
+      return apply<uint8_t>(acc, src, count,
+                            [](uint8_t a, uint8_t b) -> uint8_t { return (a | b) != 0; });
+    case ReduceOp::Product:
+    case ReduceOp::Min:
+    case ReduceOp::BAnd:
+      return apply<uint8_t>(acc, src, count,
+                            [](uint8_t a, uint8_t b) -> uint8_t { return a != 0 && b != 0; });
+    case ReduceOp::BXor:
+      return apply<uint8_t>(acc, src, count,
+                            [](uint8_t a, uint8_t b) -> uint8_t { return (a != 0) != (b != 0); });
+  }
+}
+
+template <class T>
+void reduce_integer(void* acc, const void* src, int64_t count, ReduceOp op) {
+  // Signed overflow is undefined; unsigned arithmetic wraps, and converting back is modular
+  // since C++20.
+  using U = std::make_unsigned_t<T>;
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean:
+      return apply<T>(acc, src, count, [](T a, T b) {
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      });
+    case ReduceOp::Product:
+      // 8-bit operands promote to int, whose range holds any 8-bit product.
+      return apply<T>(acc, src, count, [](T a, T b) {
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      });
+    case ReduceOp::Min:
+      return apply<T>(acc, src, count, [](T a, T b) { return b < a ? b : a; });
+    case ReduceOp::Max:
+      return apply<T>(acc, src, count, [](T a, T b) { return b > a ? b : a; });
+    case ReduceOp::BAnd:
+      return apply<T>(acc, src, count, [](T a, T b) { return static_cast<T>(a & b); });
+    case ReduceOp::BOr:
+      return apply<T>(acc, src, count, [](T a, T b) { return static_cast<T>(a | b); });
+    case ReduceOp::BXor:
+      return apply<T>(acc, src, count, [](T a, T b) { return static_cast<T>(a ^ b); });
+  }
+}
+
+// T is float or double, or a 16-bit float computed through float: float's 24 bits are at least
+// 2p + 2 for binary16 (p = 11) and bfloat16 (p = 8), so rounding the float result again gives
+// the correctly rounded 16-bit result for +, * and /.
+template <class T>
+void reduce_floating(void* acc, const void* src, int64_t count, ReduceOp op) {
+  using C = std::conditional_t<is_half_v<T>, float, T>;
+  auto lift = [](auto f) {
+    return [f](T a, T b) { return T(f(static_cast<C>(a), static_cast<C>(b))); };
+  };
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean:
+      return apply<T>(acc, src, count, lift([](C a, C b) { return a + b; }));
+    case ReduceOp::Product:
+      return apply<T>(acc, src, count, lift([](C a, C b) { return a * b; }));
+    case ReduceOp::Min:
+      return apply<T>(acc, src, count, lift([](C a, C b) { return nan_min(a, b); }));
+    case ReduceOp::Max:
+      return apply<T>(acc, src, count, lift([](C a, C b) { return nan_max(a, b); }));
+    case ReduceOp::BAnd:
+    case ReduceOp::BOr:
+    case ReduceOp::BXor:
+      break;  // rejected by reduce_into before dispatch
+  }
+}
+
+void check_count(int64_t count, const char* what) {
+  if (count < 0) {
+    throw InvalidArgument(
+        fmt::format("{}: element count {} is negative: it must be >= 0", what, count));
+  }
+}
+
+}  // namespace
+
+void reduce_into(void* acc, const void* src, int64_t count, DType dtype, ReduceOp op) {
+  check_count(count, "reduce_into()");
+  if (!reduce_op_supports(op, dtype)) {
+    throw InvalidArgument(fmt::format(
+        "reduce op {} is bitwise and is not defined for {} tensors: use it on bool or integer "
+        "dtypes",
+        reduce_op_name(op), dtype_name(dtype)));
+  }
+  if (count == 0) return;
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      reduce_bool(acc, src, count, op);
+    } else if constexpr (std::is_integral_v<T>) {
+      reduce_integer<T>(acc, src, count, op);
+    } else {
+      reduce_floating<T>(acc, src, count, op);
+    }
+  });
+}
+
+void divide_by(void* acc, int64_t count, DType dtype, int64_t divisor) {
+  check_count(count, "divide_by()");
+  if (divisor <= 0) {
+    throw InvalidArgument(
+        fmt::format("divide_by(): divisor {} is not positive: it must be >= 1", divisor));
+  }
+  if (count == 0) return;
+  visit_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      // A bool mean is true when any rank was true (MMEngine's float cast of a nonzero mean).
+    } else if constexpr (std::is_integral_v<T>) {
+      // The quotient of a T by a positive divisor always fits back in T.
+      apply<T>(acc, acc, count, [divisor](T a, T) { return static_cast<T>(a / divisor); });
+    } else if constexpr (is_half_v<T>) {
+      const auto d = static_cast<float>(divisor);
+      apply<T>(acc, acc, count, [d](T a, T) { return T(static_cast<float>(a) / d); });
+    } else {
+      const auto d = static_cast<T>(divisor);
+      apply<T>(acc, acc, count, [d](T a, T) { return a / d; });
+    }
+  });
+}
+
+}  // namespace ranks::detail

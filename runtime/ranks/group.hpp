@@ -1,0 +1,44 @@
+#pragma once
+// Process groups: the world, and sub-groups made by new_group().
+
+#include <chrono>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <vector>
+
+namespace ranks {
+
+namespace detail {
+struct GroupImpl;
+}
+
+class Group {
+ public:
+  Group() = default;  // the default (world) group of the calling rank, resolved at each use
+  explicit Group(std::shared_ptr<detail::GroupImpl> impl) : impl_(std::move(impl)) {}
+
+  bool is_member() const;
+  int rank() const;  // rank within this group; -1 when not a member; 0 when not distributed
+  int size() const;
+  std::string backend() const;  // "" when not distributed
+  std::vector<int> global_ranks() const;
+  std::string name() const;  // "world", "world/0,2"
+  // The timeout for this group's blocking calls (defaults to the process group's).
+  std::chrono::milliseconds timeout() const;
+  void set_timeout(std::chrono::milliseconds);
+
+  bool is_default() const { return impl_ == nullptr; }
+  const std::shared_ptr<detail::GroupImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<detail::GroupImpl> impl_;
+};
+
+// Collective over the whole world: every rank calls it with the same ranks (global ranks; order
+// does not matter, as in torch group rank i is the i-th smallest). Ranks outside get a group
+// whose is_member() is false.
+Group new_group(std::vector<int> global_ranks,
+                std::source_location where = std::source_location::current());
+
+}  // namespace ranks

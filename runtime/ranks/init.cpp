@@ -1,0 +1,92 @@
+#include "ranks/init.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "ranks/config.hpp"
+#include "ranks/context.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks {
+
+namespace {
+bool has_env(const char* name) { return std::getenv(name) != nullptr; }
+}  // namespace
+
+void init_process_group(const InitOptions& options) {
+  Context& context = current();
+  if (context.initialized) {
+    // ranks::main() initialised this rank already (simulated or launched): adopt it, so that a
+    // program written for torchrun or MMEngine's init_dist() runs unchanged.
+    if (context.started_by_main) return;
+    throw InvalidArgument("init_process_group: the default process group is already initialised");
+  }
+  throw Unsupported(fmt::format(
+      "init_process_group: backend '{}' is not available in this build of ranks {} (real "
+      "backends: none yet); run the program under `ranks sim -n N` to simulate it",
+      options.backend.empty() ? "default" : options.backend, RANKS_VERSION));
+}
+
+void init_dist(std::string_view launcher, std::string_view backend, InitOptions options) {
+  if (launcher != "pytorch" && launcher != "slurm" && launcher != "mpi") {
+    throw InvalidArgument(fmt::format(
+        "init_dist: invalid launcher type '{}'; expected pytorch, slurm or mpi", launcher));
+  }
+  options.backend = backend;
+  init_process_group(options);
+}
+
+std::string infer_launcher() {
+  if (has_env("WORLD_SIZE")) return "pytorch";
+  if (has_env("SLURM_NTASKS")) return "slurm";
+  if (has_env("OMPI_COMM_WORLD_LOCAL_RANK")) return "mpi";
+  return "none";
+}
+
+void destroy_process_group() { current().reset(); }
+
+bool is_initialized() { return current().initialized; }
+bool is_distributed() { return current().initialized; }
+
+int get_world_size(const Group& group) { return group.size(); }
+int get_rank(const Group& group) { return group.rank(); }
+
+std::optional<std::string> get_backend(const Group& group) {
+  if (!current().initialized) return std::nullopt;
+  return group.backend();
+}
+
+int get_local_rank() {
+  const Context& context = current();
+  return context.initialized ? context.local_rank : 0;
+}
+
+int get_local_size() {
+  const Context& context = current();
+  return context.initialized ? context.local_size : 1;
+}
+
+std::pair<int, int> get_dist_info(const Group& group) { return {group.rank(), group.size()}; }
+
+bool is_main_process(const Group& group) { return group.rank() == 0; }
+
+void sleep_for(std::chrono::nanoseconds duration) {
+  if (duration.count() < 0) {
+    throw InvalidArgument(fmt::format("sleep_for: duration {} ns is negative", duration.count()));
+  }
+  if (Clock* clock = current().clock) {
+    clock->sleep_for(duration);
+  } else {
+    std::this_thread::sleep_for(duration);
+  }
+}
+
+std::chrono::nanoseconds now() {
+  if (Clock* clock = current().clock) return clock->now();
+  return std::chrono::steady_clock::now().time_since_epoch();
+}
+
+}  // namespace ranks

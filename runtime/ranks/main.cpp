@@ -1,0 +1,92 @@
+#include "ranks/main.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "ranks/errors.hpp"
+#include "ranks/init.hpp"
+#include "ranks/sim.hpp"
+
+namespace ranks {
+
+namespace {
+
+const char* env(const char* name) { return std::getenv(name); }
+
+long long env_number(const char* name, long long fallback) {
+  const char* text = env(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0') {
+    throw InvalidArgument(
+        fmt::format("environment variable {}='{}' is not a whole number", name, text));
+  }
+  return value;
+}
+
+// `ranks sim` passes its options to the program through RANKS_SIM_* variables.
+sim::Options sim_options_from_env() {
+  sim::Options options;
+  options.world_size = static_cast<int>(env_number("RANKS_SIM_WORLD_SIZE", 8));
+  options.ranks_per_node = static_cast<int>(env_number("RANKS_SIM_RANKS_PER_NODE", 0));
+  if (const char* backend = env("RANKS_SIM_BACKEND"); backend && *backend)
+    options.backend = backend;
+  options.seed = static_cast<uint64_t>(env_number("RANKS_SIM_SEED", 0));
+  options.timeout = std::chrono::milliseconds(env_number("RANKS_SIM_TIMEOUT_MS", 30 * 60 * 1000));
+  if (const char* faults = env("RANKS_SIM_FAULTS"); faults && *faults) {
+    std::string all = faults;
+    for (size_t begin = 0; begin <= all.size();) {
+      size_t end = all.find(';', begin);
+      if (end == std::string::npos) end = all.size();
+      if (end > begin) options.faults.push_back(all.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  }
+  if (const char* trace = env("RANKS_SIM_TRACE"); trace && *trace) options.trace = trace;
+  return options;
+}
+
+int run_simulated(const std::function<void()>& body) {
+  sim::Report report = sim::run(sim_options_from_env(), body);
+  std::fflush(stdout);
+  std::fputs(("\n" + report.to_text()).c_str(), stdout);
+  if (const char* path = env("RANKS_SIM_REPORT"); path && *path) {
+    std::ofstream out(path);
+    out << report.to_json();
+    if (!out) throw Error(fmt::format("cannot write the report to {}", path));
+  }
+  return report.outcome == sim::Outcome::Ok ? 0 : 1;
+}
+
+bool launched_for_real() {
+  return env("RANKS_LAUNCHED") || env("WORLD_SIZE") || env("SLURM_PROCID") ||
+         env("OMPI_COMM_WORLD_RANK") || env("PMI_RANK");
+}
+
+}  // namespace
+
+int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
+  try {
+    if (env("RANKS_SIM_WORLD_SIZE")) return run_simulated(body);
+    if (launched_for_real()) {
+      InitOptions options;
+      if (const char* backend = env("RANKS_BACKEND")) options.backend = backend;
+      options.timeout = std::chrono::seconds(env_number("RANKS_TIMEOUT", 1800));
+      init_dist(infer_launcher() == "none" ? "pytorch" : infer_launcher(), options.backend,
+                options);
+    }
+    body();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "ranks: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace ranks

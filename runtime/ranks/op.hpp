@@ -1,0 +1,64 @@
+#pragma once
+// The description of one operation as it travels from the API through dispatch to a backend.
+// Every backend receives the same shape, so capability checks, sequence numbers, fingerprints
+// and the flight recorder are written once.
+
+#include <chrono>
+#include <cstdint>
+#include <source_location>
+#include <string_view>
+#include <vector>
+
+#include "ranks/reduce_op.hpp"
+#include "ranks/tensor.hpp"
+
+namespace ranks {
+
+enum class OpKind : uint8_t {
+  Barrier,
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  Gather,
+  Scatter,
+  ReduceScatter,
+  AllToAll,
+  Send,
+  Recv,
+  NewGroup,  // the world-wide agreement behind new_group()
+};
+
+std::string_view op_name(OpKind);  // "all_reduce", "send", ...
+bool is_point_to_point(OpKind);
+bool has_root(OpKind);        // broadcast, reduce, gather, scatter
+bool uses_reduce_op(OpKind);  // all_reduce, reduce, reduce_scatter
+
+// Tensor conventions (every backend follows them):
+//   barrier, new_group   no tensors
+//   all_reduce, reduce, broadcast   inputs = outputs = {t} (in place)
+//   all_gather           inputs = {t}, outputs = one per group rank
+//   gather               inputs = {t}, outputs = one per group rank on the root, none elsewhere
+//   scatter              inputs = one per group rank on the root, none elsewhere; outputs = {t}
+//   reduce_scatter       inputs = one per group rank, outputs = {t}
+//   all_to_all           inputs = outputs = one per group rank
+//   send                 inputs = {t}, peer = dst;  recv: outputs = {t}, peer = src or any_source
+struct OpRequest {
+  OpKind kind = OpKind::Barrier;
+  ReduceOp reduce_op = ReduceOp::Sum;
+  int root = -1;  // group rank of src/dst for rooted ops; the peer for send/recv
+  int tag = 0;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  uint64_t extra = 0;  // op-specific fingerprint data (new_group: hash of the member list)
+
+  // Filled in by dispatch.
+  uint64_t seq = 0;  // per group: collectives and point-to-point ops count separately
+  std::chrono::milliseconds timeout{0};
+  std::source_location where;
+
+  // The tensor whose dtype/shape describes the op for this rank (for reports and checks).
+  const Tensor* described_tensor() const;
+};
+
+}  // namespace ranks

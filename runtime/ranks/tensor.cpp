@@ -1,0 +1,176 @@
+#include "ranks/tensor.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ranks/detail/memory.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks {
+
+namespace detail {
+
+void throw_dtype_mismatch(DType have, DType want) {
+  throw InvalidArgument(fmt::format("tensor holds {} but data<{}>() was asked for",
+                                    dtype_name(have), dtype_name(want)));
+}
+
+void throw_not_scalar(int64_t numel) {
+  throw InvalidArgument(
+      fmt::format("item() needs a tensor with exactly one element, but this one has {}", numel));
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+int64_t checked_numel(const std::vector<int64_t>& shape, DType dtype) {
+  bool has_zero = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0) {
+      throw InvalidArgument(
+          fmt::format("shape {} has negative dimension {} at index {}: dimensions must be >= 0",
+                      shape_str(shape), shape[i], i));
+    }
+    has_zero = has_zero || shape[i] == 0;
+  }
+  // A zero anywhere makes the tensor empty however large the other dimensions are.
+  if (has_zero) return 0;
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(numel, d, &numel)) numel = -1;
+    if (numel < 0) break;
+  }
+  int64_t bytes = 0;
+  if (numel < 0 || __builtin_mul_overflow(numel, static_cast<int64_t>(dtype_size(dtype)), &bytes)) {
+    throw InvalidArgument(
+        fmt::format("shape {} of {} is too large: its size in bytes must fit in int64 (at most {})",
+                    shape_str(shape), dtype_name(dtype), std::numeric_limits<int64_t>::max()));
+  }
+  return numel;
+}
+
+}  // namespace detail
+
+namespace {
+
+void check_defined(const Tensor& t, const char* what) {
+  if (!t.defined()) {
+    throw InvalidArgument(
+        fmt::format("{}: the tensor is undefined (default-constructed); create it with "
+                    "empty/zeros/of/from/from_blob first",
+                    what));
+  }
+}
+
+}  // namespace
+
+Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
+  Tensor t;
+  t.numel_ = detail::checked_numel(shape, dtype);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.storage_ = detail::allocate(device, t.nbytes());
+  t.data_ = t.storage_.get();
+  return t;
+}
+
+Tensor Tensor::zeros(std::vector<int64_t> shape, DType dtype, Device device) {
+  Tensor t = empty(std::move(shape), dtype, device);
+  detail::zero_bytes(t.data_, t.device_, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_bytes(const void* src, size_t count, DType dtype, std::vector<int64_t> shape,
+                          Device device) {
+  if (count > static_cast<size_t>(std::numeric_limits<int64_t>::max())) {
+    throw InvalidArgument(fmt::format("from(): {} values is more than a tensor can hold", count));
+  }
+  if (shape.empty()) shape.push_back(static_cast<int64_t>(count));
+  const int64_t numel = detail::checked_numel(shape, dtype);
+  if (static_cast<size_t>(numel) != count) {
+    throw InvalidArgument(fmt::format("from(): shape {} holds {} elements but {} values were given",
+                                      detail::shape_str(shape), numel, count));
+  }
+  Tensor t = empty(std::move(shape), dtype, device);
+  detail::copy_bytes(t.data_, t.device_, src, Device::cpu(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device) {
+  detail::validate_device(device);
+  const int64_t numel = detail::checked_numel(shape, dtype);
+  if (data == nullptr) {
+    if (numel != 0) {
+      throw InvalidArgument(
+          fmt::format("from_blob(): data is null but shape {} needs {} {} elements",
+                      detail::shape_str(shape), numel, dtype_name(dtype)));
+    }
+    // A null storage would make the tensor undefined; an empty one needs no real memory.
+    alignas(detail::kAllocationAlignment) static char placeholder[1];
+    data = placeholder;
+  }
+  Tensor t;
+  t.storage_ = std::shared_ptr<void>(data, [](void*) {});
+  t.data_ = data;
+  t.shape_ = std::move(shape);
+  t.numel_ = numel;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::to(Device device) const {
+  check_defined(*this, "to()");
+  Tensor out = empty(shape_, dtype_, device);
+  detail::copy_bytes(out.data_, out.device_, data_, device_, nbytes());
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  check_defined(*this, "clone()");
+  return to(device_);
+}
+
+void Tensor::copy_(const Tensor& src) {
+  check_defined(*this, "copy_() destination");
+  check_defined(src, "copy_() source");
+  if (src.dtype_ != dtype_ || src.numel_ != numel_) {
+    throw InvalidArgument(fmt::format(
+        "copy_(): destination is {} but source is {}: dtype and element count must match", str(),
+        src.str()));
+  }
+  detail::copy_bytes(data_, device_, src.data_, src.device_, nbytes());
+}
+
+bool Tensor::equal(const Tensor& other) const {
+  if (!defined() || !other.defined()) return defined() == other.defined();
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  const size_t n = nbytes();
+  if (n == 0) return true;
+  if (device_.is_cpu() && other.device_.is_cpu()) return std::memcmp(data_, other.data_, n) == 0;
+  // Device memory cannot be compared in place once CUDA tensors are real device allocations.
+  std::vector<unsigned char> mine(n);
+  std::vector<unsigned char> theirs(n);
+  copy_to_host(mine.data());
+  other.copy_to_host(theirs.data());
+  return mine == theirs;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined tensor";
+  return fmt::format("{}{} on {}", dtype_name(dtype_), detail::shape_str(shape_), device_.str());
+}
+
+void Tensor::copy_to_host(void* dst) const {
+  detail::copy_bytes(dst, Device::cpu(), data_, device_, nbytes());
+}
+
+}  // namespace ranks

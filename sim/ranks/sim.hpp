@@ -1,0 +1,56 @@
+#pragma once
+// The simulator, programmatically: run a per-rank body as N ranks (Boost.Fiber fibers on this
+// thread), deterministically, on a virtual clock, and get a report of what happened.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ranks::sim {
+
+enum class Outcome { Ok, Deadlock, Timeout, Mismatch, Unsupported, Crash, Error };
+std::string_view outcome_name(Outcome);  // "ok", "deadlock", ...
+
+struct Options {
+  int world_size = 8;
+  int ranks_per_node = 0;        // 0: all ranks on one node
+  std::string backend = "nccl";  // whose support matrix and device rules to emulate
+  uint64_t seed = 0;             // 0: FIFO schedule; else a seeded interleaving
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  std::vector<std::string> faults;             // same spec strings as `ranks sim --fault`
+  bool move_data = true;                       // false: shapes only (planning at huge scale)
+  std::optional<std::filesystem::path> trace;  // Chrome trace JSON (Perfetto)
+  size_t stack_bytes = 0;  // per rank; 0: 256 KiB up to 4,096 ranks, 64 KiB above
+};
+
+struct RankReport {
+  int rank = 0;
+  std::string state;  // finished | blocked | failed | crashed
+  std::string op;     // the op it was in when it stopped ("" when finished)
+  std::string group;
+  int64_t seq = -1;
+  std::string where;  // file.cpp:42
+  std::string error;
+};
+
+struct Report {
+  Outcome outcome = Outcome::Ok;
+  std::chrono::nanoseconds virtual_time{0};
+  int world_size = 0;
+  uint64_t seed = 0;
+  std::string message;  // one-paragraph diagnosis
+  std::vector<RankReport> ranks;
+  std::vector<int> cycle;  // a wait-for cycle, when there is one
+
+  std::string to_text() const;  // the human report
+  std::string to_json() const;  // the machine report (shared/API.md schema)
+};
+
+Report run(const Options&, const std::function<void()>& body);
+
+}  // namespace ranks::sim

@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "ranks/detail/reduce.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/sim/comm.hpp"
+
+namespace ranks::sim::detail {
+
+namespace {
+
+void copy(Tensor& dst, const Tensor& src) {
+  if (src.nbytes() > 0) std::memcpy(dst.data_ptr(), src.data_ptr(), src.nbytes());
+}
+
+// Folds the tensors picked by `input(r)` over the ranks in order into a new tensor.
+template <class Pick>
+Tensor fold(size_t ranks, ReduceOp op, Pick input) {
+  Tensor acc = input(0).clone();
+  for (size_t r = 1; r < ranks; ++r) {
+    ranks::detail::reduce_into(acc.data_ptr(), input(r).data_ptr(), acc.numel(), acc.dtype(), op);
+  }
+  if (op == ReduceOp::Mean) {
+    ranks::detail::divide_by(acc.data_ptr(), acc.numel(), acc.dtype(), static_cast<int64_t>(ranks));
+  }
+  return acc;
+}
+
+void check_all_to_all(const std::vector<const OpRequest*>& requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    for (size_t j = 0; j < requests.size(); ++j) {
+      const Tensor& sent = requests[i]->inputs[j];
+      const Tensor& room = requests[j]->outputs[i];
+      if (sent.numel() != room.numel()) {
+        throw Mismatch(fmt::format("rank {} sends {} to rank {}, which has room for {}", i,
+                                   sent.str(), j, room.str()));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void execute_collective(OpKind op, ReduceOp reduce_op, int root,
+                        const std::vector<const OpRequest*>& requests, bool move_data) {
+  const size_t n = requests.size();
+  const auto rooted = static_cast<size_t>(root);
+  if (op == OpKind::AllToAll) check_all_to_all(requests);
+  if (!move_data) return;
+  // The requests hold Tensor handles: writing through a const request's tensor is the point.
+  auto out = [&](size_t r, size_t i) -> Tensor& {
+    return const_cast<Tensor&>(requests[r]->outputs[i]);
+  };
+  switch (op) {
+    case OpKind::Barrier:
+    case OpKind::NewGroup:
+    case OpKind::Send:
+    case OpKind::Recv:
+      return;
+    case OpKind::AllReduce: {
+      Tensor acc =
+          fold(n, reduce_op, [&](size_t r) -> const Tensor& { return requests[r]->inputs[0]; });
+      for (size_t r = 0; r < n; ++r) copy(out(r, 0), acc);
+      return;
+    }
+    case OpKind::Reduce: {
+      Tensor acc =
+          fold(n, reduce_op, [&](size_t r) -> const Tensor& { return requests[r]->inputs[0]; });
+      copy(out(rooted, 0), acc);
+      return;
+    }
+    case OpKind::Broadcast:
+      for (size_t r = 0; r < n; ++r) {
+        if (r != rooted) copy(out(r, 0), requests[rooted]->inputs[0]);
+      }
+      return;
+    case OpKind::AllGather:
+      for (size_t r = 0; r < n; ++r) {
+        for (size_t j = 0; j < n; ++j) copy(out(r, j), requests[j]->inputs[0]);
+      }
+      return;
+    case OpKind::Gather:
+      for (size_t j = 0; j < n; ++j) copy(out(rooted, j), requests[j]->inputs[0]);
+      return;
+    case OpKind::Scatter:
+      for (size_t r = 0; r < n; ++r) copy(out(r, 0), requests[rooted]->inputs[r]);
+      return;
+    case OpKind::ReduceScatter:
+      for (size_t j = 0; j < n; ++j) {
+        Tensor acc =
+            fold(n, reduce_op, [&](size_t r) -> const Tensor& { return requests[r]->inputs[j]; });
+        copy(out(j, 0), acc);
+      }
+      return;
+    case OpKind::AllToAll:
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = 0; j < n; ++j) copy(out(j, i), requests[i]->inputs[j]);
+      }
+      return;
+  }
+}
+
+}  // namespace ranks::sim::detail

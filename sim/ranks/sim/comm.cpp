@@ -1,0 +1,298 @@
+#include "ranks/sim/comm.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ranks/collectives.hpp"
+#include "ranks/detail/check.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::sim::detail {
+
+using ranks::detail::where_str;
+
+namespace {
+
+std::string describe(const OpRequest& r) {
+  std::string args;
+  if (uses_reduce_op(r.kind)) args += std::string(reduce_op_name(r.reduce_op)) + ", ";
+  if (has_root(r.kind)) {
+    args += fmt::format("{} {}, ",
+                        r.kind == OpKind::Broadcast || r.kind == OpKind::Scatter ? "src" : "dst",
+                        r.root);
+  }
+  if (const Tensor* t = r.described_tensor()) args += t->str();
+  if (!args.empty() && args.ends_with(", ")) args.resize(args.size() - 2);
+  return fmt::format("{}({})", op_name(r.kind), args);
+}
+
+// The fields on which two ranks' calls of the same collective disagree.
+std::vector<std::string> differences(const OpRequest& a, const OpRequest& b) {
+  std::vector<std::string> diffs;
+  if (a.kind != b.kind) {
+    diffs.push_back(fmt::format("op ({} vs {})", op_name(a.kind), op_name(b.kind)));
+    return diffs;
+  }
+  if (uses_reduce_op(a.kind) && a.reduce_op != b.reduce_op) {
+    diffs.push_back(fmt::format("reduce op ({} vs {})", reduce_op_name(a.reduce_op),
+                                reduce_op_name(b.reduce_op)));
+  }
+  if (has_root(a.kind) && a.root != b.root) {
+    diffs.push_back(fmt::format("root ({} vs {})", a.root, b.root));
+  }
+  if (a.extra != b.extra) diffs.push_back("new_group member list");
+  const Tensor* ta = a.described_tensor();
+  const Tensor* tb = b.described_tensor();
+  if (ta && tb) {
+    if (ta->dtype() != tb->dtype()) {
+      diffs.push_back(
+          fmt::format("dtype ({} vs {})", dtype_name(ta->dtype()), dtype_name(tb->dtype())));
+    }
+    // all_to_all pieces may differ in size; finish() checks them pair by pair instead.
+    if (a.kind != OpKind::AllToAll && ta->numel() != tb->numel()) {
+      diffs.push_back(fmt::format("element count ({} vs {})", ta->numel(), tb->numel()));
+    }
+    if (ta->device().type != tb->device().type) {
+      diffs.push_back(fmt::format("device ({} vs {})", ta->device().str(), tb->device().str()));
+    }
+  }
+  return diffs;
+}
+
+std::string list_ranks(const std::vector<int>& ranks) {
+  constexpr size_t shown = 16;
+  if (ranks.size() <= shown) return fmt::format("{}", fmt::join(ranks, ", "));
+  std::vector<int> head(ranks.begin(), ranks.begin() + shown);
+  return fmt::format("{} and {} more", fmt::join(head, ", "), ranks.size() - shown);
+}
+
+}  // namespace
+
+SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, const OpRequest& request, int rank_in_group)
+    : engine(e),
+      owner(o),
+      group(g),
+      info{op_name(request.kind), &g.name(), static_cast<int64_t>(request.seq), request.where},
+      op(request.kind),
+      group_rank(rank_in_group),
+      started(e.now()),
+      timeout(request.timeout) {}
+
+SimGroup::SimGroup(Engine& engine, GroupSpec spec)
+    : engine_(engine), spec_(std::move(spec)), mailboxes_(spec_.global_ranks.size()) {}
+
+void SimGroup::arrive(OpRequest request, std::shared_ptr<SimWork> work) {
+  const uint64_t seq = request.seq;
+  Pending& pending = pending_[seq];
+  if (pending.failed) {
+    engine_.complete(*work, pending.failed);
+    return;
+  }
+  if (pending.arrivals.empty()) pending.arrivals.resize(static_cast<size_t>(size()));
+  const int me = work->group_rank;
+  if (pending.first >= 0) {
+    const Arrival& first = pending.arrivals[static_cast<size_t>(pending.first)];
+    auto diffs = differences(first.request, request);
+    if (!diffs.empty()) {
+      auto error = std::make_exception_ptr(Mismatch(fmt::format(
+          "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
+          "called {} at {}; they differ in {}",
+          name(), seq, global_rank(pending.first), describe(first.request),
+          where_str(first.request.where), global_rank(me), describe(request),
+          where_str(request.where), fmt::join(diffs, ", "))));
+      pending.failed = error;
+      for (Arrival& arrival : pending.arrivals) {
+        if (arrival.work) engine_.complete(*arrival.work, error);
+        arrival = Arrival{};
+      }
+      engine_.complete(*work, error);
+      return;
+    }
+  } else {
+    pending.first = me;
+  }
+  pending.arrivals[static_cast<size_t>(me)] = Arrival{std::move(request), std::move(work)};
+  if (++pending.arrived == size()) finish(seq, pending);
+}
+
+void SimGroup::finish(uint64_t seq, Pending& pending) {
+  std::vector<const OpRequest*> requests;
+  requests.reserve(pending.arrivals.size());
+  for (const Arrival& arrival : pending.arrivals) requests.push_back(&arrival.request);
+  const OpRequest& first = *requests.front();
+  std::exception_ptr error;
+  try {
+    if (engine_.options().move_data || first.kind == OpKind::AllToAll) {
+      execute_collective(first.kind, first.reduce_op, first.root, requests,
+                         engine_.options().move_data);
+    }
+  } catch (const Mismatch& e) {
+    error = std::make_exception_ptr(Mismatch(fmt::format(
+        "mismatched {} on group '{}' at seq {}: {}", op_name(first.kind), name(), seq, e.what())));
+  }
+  // Completing may run no rank yet (waking only queues them), so the arrivals stay valid.
+  std::vector<Arrival> arrivals = std::move(pending.arrivals);
+  pending_.erase(seq);
+  for (Arrival& arrival : arrivals) engine_.complete(*arrival.work, error);
+}
+
+void SimGroup::post_send(OpRequest request, std::shared_ptr<SimWork> work) {
+  const int src = work->group_rank;
+  Mailbox& box = mailboxes_[static_cast<size_t>(request.root)];
+  for (auto it = box.recvs.begin(); it != box.recvs.end(); ++it) {
+    if ((it->request.root == src || it->request.root == any_source) &&
+        it->request.tag == request.tag) {
+      Message recv = std::move(*it);
+      box.recvs.erase(it);
+      Message send{std::move(request), std::move(work)};
+      match(send, recv);
+      return;
+    }
+  }
+  box.sends.push_back(Message{std::move(request), std::move(work)});
+}
+
+void SimGroup::post_recv(OpRequest request, std::shared_ptr<SimWork> work) {
+  Mailbox& box = mailboxes_[static_cast<size_t>(work->group_rank)];
+  // Messages from one source match in the order they were sent (MPI's non-overtaking rule);
+  // among sources, FIFO takes the earliest send and a seeded run any source's first eligible one.
+  std::vector<std::deque<Message>::iterator> eligible;
+  std::vector<bool> seen_source(static_cast<size_t>(size()), false);
+  for (auto it = box.sends.begin(); it != box.sends.end(); ++it) {
+    int src = it->work->group_rank;
+    if (it->request.tag != request.tag) continue;
+    if (request.root != any_source && src != request.root) continue;
+    if (seen_source[static_cast<size_t>(src)]) continue;
+    seen_source[static_cast<size_t>(src)] = true;
+    eligible.push_back(it);
+    if (request.root != any_source || engine_.options().seed == 0) break;
+  }
+  if (eligible.empty()) {
+    box.recvs.push_back(Message{std::move(request), std::move(work)});
+    return;
+  }
+  auto chosen = eligible.size() == 1 ? eligible.front()
+                                     : eligible[engine_.schedule_rng().next() % eligible.size()];
+  Message send = std::move(*chosen);
+  box.sends.erase(chosen);
+  Message recv{std::move(request), std::move(work)};
+  match(send, recv);
+}
+
+void SimGroup::match(Message& send, Message& recv) {
+  const Tensor& in = send.request.inputs.front();
+  Tensor& out = recv.request.outputs.front();
+  std::exception_ptr error;
+  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
+    error = std::make_exception_ptr(Mismatch(fmt::format(
+        "mismatched point-to-point on group '{}': rank {} sent {} (tag {}) at {} but rank {} "
+        "receives into {} at {}",
+        name(), global_rank(send.work->group_rank), in.str(), send.request.tag,
+        where_str(send.request.where), global_rank(recv.work->group_rank), out.str(),
+        where_str(recv.request.where))));
+  } else if (engine_.options().move_data && in.nbytes() > 0) {
+    out.copy_(in);
+  }
+  recv.work->source_rank = send.work->group_rank;
+  engine_.complete(*send.work, error);
+  engine_.complete(*recv.work, error);
+}
+
+void SimGroup::withdraw(const SimWork& work) {
+  if (is_point_to_point(work.op)) {
+    for (Mailbox& box : mailboxes_) {
+      for (auto* queue : {&box.sends, &box.recvs}) {
+        std::erase_if(*queue, [&](const Message& m) { return m.work.get() == &work; });
+      }
+    }
+    return;
+  }
+  auto it = pending_.find(static_cast<uint64_t>(work.info.seq));
+  if (it == pending_.end()) return;
+  Pending& pending = it->second;
+  if (pending.arrivals.empty()) return;
+  Arrival& mine = pending.arrivals[static_cast<size_t>(work.group_rank)];
+  if (mine.work.get() != &work) return;
+  mine = Arrival{};
+  --pending.arrived;
+  if (pending.first == work.group_rank) {
+    pending.first = -1;
+    for (size_t r = 0; r < pending.arrivals.size(); ++r) {
+      if (pending.arrivals[r].work) {
+        pending.first = static_cast<int>(r);
+        break;
+      }
+    }
+  }
+}
+
+std::string SimGroup::describe_missing(const SimWork& work) const {
+  if (work.op == OpKind::Recv || work.op == OpKind::Send) {
+    for (const Mailbox& box : mailboxes_) {
+      for (const auto* queue : {&box.sends, &box.recvs}) {
+        for (const Message& m : *queue) {
+          if (m.work.get() != &work) continue;
+          if (work.op == OpKind::Send) {
+            return fmt::format("rank {} has posted no matching recv (tag {})",
+                               global_rank(m.request.root), m.request.tag);
+          }
+          if (m.request.root == any_source) {
+            return fmt::format("no rank has sent a message with tag {}", m.request.tag);
+          }
+          return fmt::format("rank {} has sent no message with tag {}", global_rank(m.request.root),
+                             m.request.tag);
+        }
+      }
+    }
+    return {};
+  }
+  auto it = pending_.find(static_cast<uint64_t>(work.info.seq));
+  if (it == pending_.end() || it->second.arrivals.empty()) return {};
+  std::vector<int> missing;
+  for (size_t r = 0; r < it->second.arrivals.size(); ++r) {
+    if (!it->second.arrivals[r].work) missing.push_back(global_rank(static_cast<int>(r)));
+  }
+  if (missing.empty()) return {};
+  return fmt::format("{} of {} ranks arrived; not arrived: {} {}", size() - missing.size(), size(),
+                     missing.size() == 1 ? "rank" : "ranks", list_ranks(missing));
+}
+
+std::shared_ptr<SimGroup> GroupRegistry::get(const GroupSpec& spec) {
+  auto [it, inserted] = groups_.try_emplace(spec.name);
+  if (inserted) it->second = std::make_shared<SimGroup>(engine_, spec);
+  return it->second;
+}
+
+SimComm::SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGroup> group, int rank,
+                 int global_rank)
+    : engine_(engine),
+      registry_(registry),
+      group_(std::move(group)),
+      rank_(rank),
+      global_rank_(global_rank) {}
+
+Work SimComm::submit(OpRequest request) {
+  SimRank& owner = engine_.rank(global_rank_);
+  auto work = std::make_shared<SimWork>(engine_, owner, *group_, request, rank_);
+  owner.block = work->info;
+  switch (request.kind) {
+    case OpKind::Send:
+      group_->post_send(std::move(request), work);
+      break;
+    case OpKind::Recv:
+      group_->post_recv(std::move(request), work);
+      break;
+    default:
+      group_->arrive(std::move(request), work);
+      break;
+  }
+  return Work(std::move(work));
+}
+
+std::unique_ptr<Backend> SimComm::create_subgroup(const GroupSpec& spec) {
+  if (spec.rank < 0) return nullptr;
+  return std::make_unique<SimComm>(engine_, registry_, registry_.get(spec), spec.rank,
+                                   global_rank_);
+}
+
+}  // namespace ranks::sim::detail

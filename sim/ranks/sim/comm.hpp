@@ -1,0 +1,113 @@
+#pragma once
+// The simulated backend: a SimComm per (rank, group) in front of one SimGroup per group, where
+// collectives are matched by sequence number and point-to-point messages by (source, tag).
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ranks/backend.hpp"
+#include "ranks/sim/engine.hpp"
+
+namespace ranks::sim::detail {
+
+class SimGroup;
+
+class SimWork final : public ranks::detail::WorkState {
+ public:
+  SimWork(Engine& engine, SimRank& owner, SimGroup& group, const OpRequest& request,
+          int group_rank);
+  void block() override { engine.wait(owner, *this); }
+
+  Engine& engine;
+  SimRank& owner;
+  SimGroup& group;
+  BlockInfo info;
+  OpKind op;
+  int group_rank;
+  Nanos started;
+  Nanos timeout;
+};
+
+// One simulated group, shared by all its members.
+class SimGroup {
+ public:
+  SimGroup(Engine& engine, GroupSpec spec);
+  const std::string& name() const { return spec_.name; }
+  int size() const { return static_cast<int>(spec_.global_ranks.size()); }
+  int global_rank(int group_rank) const { return spec_.global_ranks[group_rank]; }
+
+  void arrive(OpRequest request, std::shared_ptr<SimWork> work);  // a collective
+  void post_send(OpRequest request, std::shared_ptr<SimWork> work);
+  void post_recv(OpRequest request, std::shared_ptr<SimWork> work);
+  // The rank stopped waiting (timeout, stuck run): forget its half of the operation.
+  void withdraw(const SimWork& work);
+  // Who the work still waits for ("not arrived: ranks 2, 3"), for timeout and deadlock reports.
+  std::string describe_missing(const SimWork& work) const;
+
+ private:
+  struct Arrival {
+    OpRequest request;
+    std::shared_ptr<SimWork> work;
+  };
+  struct Pending {
+    int arrived = 0;
+    int first = -1;  // group rank of the first arrival: the reference for mismatch checks
+    std::vector<Arrival> arrivals;
+    std::exception_ptr failed;  // a mismatch: every arrival (late ones too) gets it
+  };
+  struct Message {
+    OpRequest request;
+    std::shared_ptr<SimWork> work;
+  };
+  struct Mailbox {  // at one destination
+    std::deque<Message> sends;
+    std::deque<Message> recvs;
+  };
+
+  void finish(uint64_t seq, Pending& pending);
+  void match(Message& send, Message& recv);
+
+  Engine& engine_;
+  GroupSpec spec_;
+  std::map<uint64_t, Pending> pending_;
+  std::vector<Mailbox> mailboxes_;
+};
+
+// All groups of one run, by name, so that every member's SimComm finds the same SimGroup.
+class GroupRegistry {
+ public:
+  explicit GroupRegistry(Engine& engine) : engine_(engine) {}
+  std::shared_ptr<SimGroup> get(const GroupSpec& spec);
+
+ private:
+  Engine& engine_;
+  std::map<std::string, std::shared_ptr<SimGroup>> groups_;
+};
+
+class SimComm final : public Backend {
+ public:
+  SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGroup> group, int rank,
+          int global_rank);
+  std::string_view name() const override { return "sim"; }
+  Work submit(OpRequest request) override;
+  std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) override;
+
+ private:
+  Engine& engine_;
+  GroupRegistry& registry_;
+  std::shared_ptr<SimGroup> group_;
+  int rank_;         // within the group
+  int global_rank_;  // in the world
+};
+
+// Computes a matched collective's results into the arrivals' output tensors (one request per
+// group rank, in group-rank order). Reductions fold in rank order, so results are exact and
+// the same on every run. With move_data false only the cross-rank size checks run. Throws
+// Mismatch when all_to_all's per-pair sizes disagree.
+void execute_collective(OpKind op, ReduceOp reduce_op, int root,
+                        const std::vector<const OpRequest*>& requests, bool move_data);
+
+}  // namespace ranks::sim::detail

@@ -1,0 +1,356 @@
+#include "ranks/sim/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/context/detail/exception.hpp>
+#include <boost/fiber/algo/round_robin.hpp>
+#include <boost/fiber/all.hpp>
+#include <numeric>
+
+#include "ranks/detail/check.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/sim/comm.hpp"
+#include "ranks/sim/scheduler.hpp"
+#include "ranks/sim/stack.hpp"
+
+namespace ranks::sim::detail {
+
+namespace {
+
+Context* running_context() {
+  auto* props = static_cast<RankProps*>(boost::fibers::context::active()->get_properties());
+  return props != nullptr && props->rank != nullptr ? &props->rank->context : nullptr;
+}
+
+size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1024 : 64 * 1024; }
+
+std::string format_duration(Nanos d) {
+  auto ns = d.count();
+  if (ns % 60'000'000'000 == 0 && ns != 0) return fmt::format("{} min", ns / 60'000'000'000);
+  if (ns % 1'000'000'000 == 0 && ns != 0) return fmt::format("{} s", ns / 1'000'000'000);
+  if (ns % 1'000'000 == 0 && ns != 0) return fmt::format("{} ms", ns / 1'000'000);
+  return fmt::format("{} ns", ns);
+}
+
+}  // namespace
+
+Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
+  if (options.world_size < 1) {
+    throw InvalidArgument(
+        fmt::format("sim: world_size must be at least 1, got {}", options.world_size));
+  }
+  if (options.ranks_per_node < 0) {
+    throw InvalidArgument(
+        fmt::format("sim: ranks_per_node must be 0 (one node) or positive, "
+                    "got {}",
+                    options.ranks_per_node));
+  }
+  if (options.timeout.count() <= 0) {
+    throw InvalidArgument(
+        fmt::format("sim: timeout must be positive, got {} ms", options.timeout.count()));
+  }
+  if (options.backend != "nccl" && options.backend != "gloo" && options.backend != "mpi") {
+    throw InvalidArgument(
+        fmt::format("sim: backend '{}' is not one of nccl, gloo, mpi", options.backend));
+  }
+  if (!options.faults.empty()) {
+    throw Unsupported(
+        fmt::format("sim: fault '{}' cannot be injected: fault injection is not "
+                    "implemented yet",
+                    options.faults.front()));
+  }
+  if (options.trace) trace_ = std::make_unique<Trace>();
+  ranks_.reserve(static_cast<size_t>(options.world_size));
+  for (int r = 0; r < options.world_size; ++r) {
+    ranks_.push_back(std::make_unique<SimRank>());
+    ranks_.back()->rank = r;
+  }
+}
+
+Engine::~Engine() = default;
+
+SimRank* Engine::running() {
+  auto* props = static_cast<RankProps*>(boost::fibers::context::active()->get_properties());
+  return props != nullptr ? props->rank : nullptr;
+}
+
+Report Engine::run(const std::function<void()>& body) {
+  const int world_size = options_.world_size;
+  const int per_node = options_.ranks_per_node == 0 ? world_size : options_.ranks_per_node;
+  StackPool stacks(static_cast<size_t>(world_size), options_.stack_bytes != 0
+                                                        ? options_.stack_bytes
+                                                        : default_stack_bytes(world_size));
+  GroupRegistry registry(*this);
+  GroupSpec world_spec{"world", std::vector<int>(static_cast<size_t>(world_size)), -1};
+  std::iota(world_spec.global_ranks.begin(), world_spec.global_ranks.end(), 0);
+  std::shared_ptr<SimGroup> world = registry.get(world_spec);
+
+  for (int r = 0; r < world_size; ++r) {
+    Context& context = ranks_[static_cast<size_t>(r)]->context;
+    context.initialized = true;
+    context.started_by_main = true;
+    context.rank = r;
+    context.world_size = world_size;
+    context.local_rank = r % per_node;
+    context.local_size = std::min(per_node, world_size - r / per_node * per_node);
+    context.backend_name = options_.backend;
+    context.timeout = options_.timeout;
+    context.clock = this;
+    context.rng.seed(options_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(r));
+    auto impl = std::make_shared<ranks::detail::GroupImpl>();
+    impl->spec = world_spec;
+    impl->spec.rank = r;
+    impl->backend_name = options_.backend;
+    impl->timeout = options_.timeout;
+    impl->backend = std::make_unique<SimComm>(*this, registry, world, r, r);
+    context.world = std::move(impl);
+  }
+
+  auto previous_resolver = ranks::detail::set_context_resolver(&running_context);
+  boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed);
+  {
+    std::vector<boost::fibers::fiber> fibers;
+    fibers.reserve(static_cast<size_t>(world_size));
+    for (int r = 0; r < world_size; ++r) {
+      SimRank* rank = ranks_[static_cast<size_t>(r)].get();
+      fibers.emplace_back(std::allocator_arg, PooledStack{&stacks}, [this, rank, &body] {
+        try {
+          body();
+          rank->state = RankState::Finished;
+        } catch (const boost::context::detail::forced_unwind&) {
+          throw;
+        } catch (const Error& e) {
+          record_failure(*rank, e.kind(), e.what());
+        } catch (const std::exception& e) {
+          record_failure(*rank, "error", e.what());
+        } catch (...) {
+          record_failure(*rank, "error", "the body threw something that is not a std::exception");
+        }
+      });
+      fibers.back().properties<RankProps>().rank = rank;
+    }
+    for (auto& fiber : fibers) fiber.join();
+  }
+  // Boost frees a finished fiber (whose control block lives on its stack) only when its
+  // dispatcher next runs. Make it run now, while the stacks are still mapped.
+  boost::this_fiber::sleep_for(std::chrono::nanoseconds(0));
+  boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
+  ranks::detail::set_context_resolver(previous_resolver);
+
+  Report report = make_report();
+  for (auto& rank : ranks_) rank->context.reset();  // drops the communicators before the groups
+  if (trace_) trace_->write(*options_.trace, world_size);
+  return report;
+}
+
+void Engine::record_failure(SimRank& rank, std::string kind, std::string message) {
+  if (rank.stopped_by_engine) {  // unwinding a stuck run: the report keeps where it stood
+    rank.state = RankState::Stuck;
+    return;
+  }
+  rank.state = RankState::Failed;
+  rank.error_kind = kind;
+  rank.error = message;
+  if (!first_failure_)
+    first_failure_ = Failure{now_, rank.rank, std::move(kind), std::move(message)};
+  if (trace_) trace_->instant(rank.rank, "failed", now_, rank.error);
+}
+
+void Engine::block(SimRank& rank, BlockInfo info, Nanos deadline) {
+  rank.state = RankState::Blocked;
+  rank.block = info;
+  rank.deadline = deadline;
+  rank.fiber = boost::fibers::context::active();
+  rank.fiber->suspend();
+}
+
+void Engine::wake(SimRank& rank) {
+  if (rank.state != RankState::Blocked || rank.fiber == nullptr) return;
+  boost::fibers::context* fiber = std::exchange(rank.fiber, nullptr);
+  rank.state = RankState::Runnable;
+  rank.deadline = never;
+  rank.waiting_on = nullptr;
+  boost::fibers::context::active()->schedule(fiber);
+}
+
+void Engine::wait(SimRank& rank, SimWork& work) {
+  while (!work.done) {
+    if (stuck_) {
+      work.group.withdraw(work);
+      throw Deadlock(
+          fmt::format("rank {} cannot start waiting in {} at {}: the run is already "
+                      "stuck",
+                      rank.rank, work.info.op, ranks::detail::where_str(work.info.where)));
+    }
+    Nanos deadline =
+        work.timeout.count() > 0 && now_ <= never - work.timeout ? now_ + work.timeout : never;
+    rank.waiting_on = &work;
+    block(rank, work.info, deadline);
+    if (rank.wake_error) {
+      work.group.withdraw(work);
+      std::rethrow_exception(std::exchange(rank.wake_error, nullptr));
+    }
+  }
+}
+
+void Engine::complete(SimWork& work, std::exception_ptr error) {
+  if (work.done) return;
+  work.done = true;
+  work.error = std::move(error);
+  if (trace_) {
+    trace_->slice(work.owner.rank, work.info.op, work.info.group ? *work.info.group : "",
+                  work.info.seq, work.started, now_, ranks::detail::where_str(work.info.where));
+  }
+  if (work.owner.waiting_on == &work) wake(work.owner);
+}
+
+void Engine::sleep_for(Nanos duration) {
+  SimRank* rank = running();
+  if (rank == nullptr) throw InvalidArgument("sim: sleep_for called outside a simulated rank");
+  if (duration.count() <= 0) return;
+  if (stuck_) throw Deadlock(fmt::format("rank {} cannot sleep: the run is stuck", rank->rank));
+  Nanos start = now_;
+  events_.push(Event{now_ + duration, event_order_++, rank->rank});
+  rank->waiting_on = nullptr;
+  block(*rank, BlockInfo{"sleep_for", nullptr, -1, {}}, never);
+  if (rank->wake_error) std::rethrow_exception(std::exchange(rank->wake_error, nullptr));
+  if (trace_) trace_->slice(rank->rank, "sleep_for", "", -1, start, now_, "");
+}
+
+void Engine::on_idle() {
+  Nanos next_event = events_.empty() ? never : events_.top().time;
+  Nanos next_deadline = never;
+  for (const auto& rank : ranks_) {
+    if (rank->state == RankState::Blocked && rank->deadline < next_deadline) {
+      next_deadline = rank->deadline;
+    }
+  }
+  // With no event pending nothing can ever change: every blocked rank would wait forever, and
+  // reporting that as a deadlock beats reporting the timeouts it would eventually cause.
+  if (next_event == never) {
+    declare_stuck();
+    return;
+  }
+  if (next_deadline < next_event) {
+    now_ = next_deadline;
+    fire_deadlines(now_);
+    return;
+  }
+  now_ = next_event;
+  while (!events_.empty() && events_.top().time == now_) {
+    Event event = events_.top();
+    events_.pop();
+    wake(rank(event.rank));
+  }
+}
+
+void Engine::fire_deadlines(Nanos time) {
+  for (auto& rank : ranks_) {
+    if (rank->state != RankState::Blocked || rank->deadline != time) continue;
+    auto* work = rank->waiting_on;
+    std::string waiting_for = work ? work->group.describe_missing(*work) : std::string{};
+    rank->wake_error = std::make_exception_ptr(
+        Timeout(fmt::format("rank {} timed out after {} in {} on group '{}' seq {} at {}{}{}",
+                            rank->rank, format_duration(work ? work->timeout : Nanos{0}),
+                            rank->block.op, rank->block.group ? *rank->block.group : "",
+                            rank->block.seq, ranks::detail::where_str(rank->block.where),
+                            waiting_for.empty() ? "" : "; ", waiting_for)));
+    wake(*rank);
+  }
+}
+
+void Engine::declare_stuck() {
+  std::vector<SimRank*> blocked;
+  for (auto& rank : ranks_) {
+    if (rank->state == RankState::Blocked) blocked.push_back(rank.get());
+  }
+  if (blocked.empty()) return;
+  stuck_ = true;
+  std::string summary;
+  for (SimRank* rank : blocked) {
+    summary +=
+        fmt::format("{}rank {} in {}", summary.empty() ? "" : "; ", rank->rank, rank->block.op);
+    if (rank->block.group)
+      summary += fmt::format(" on group '{}' seq {}", *rank->block.group, rank->block.seq);
+    summary += fmt::format(" at {}", ranks::detail::where_str(rank->block.where));
+    if (rank->waiting_on) {
+      std::string missing = rank->waiting_on->group.describe_missing(*rank->waiting_on);
+      if (!missing.empty()) summary += fmt::format(" ({})", missing);
+    }
+  }
+  std::exception_ptr error;
+  if (first_failure_) {
+    std::string message =
+        fmt::format("rank {} failed first ({}: {}); the ranks still waiting can never finish: {}",
+                    first_failure_->rank, first_failure_->kind, first_failure_->message, summary);
+    error = std::make_exception_ptr(RankFailure(message));
+  } else {
+    std::string message = fmt::format(
+        "deadlock at virtual time {}: no rank can make progress and no event is pending. {} of {} "
+        "ranks are blocked: {}",
+        format_duration(now_), blocked.size(), ranks_.size(), summary);
+    first_failure_ = Failure{now_, blocked.front()->rank, "deadlock", message};
+    error = std::make_exception_ptr(Deadlock(message));
+  }
+  for (SimRank* rank : blocked) {
+    rank->stopped_by_engine = true;
+    rank->error =
+        first_failure_->kind == "deadlock" ? "blocked forever" : "blocked on a failed rank";
+    rank->wake_error = error;
+    wake(*rank);
+  }
+}
+
+Report Engine::make_report() const {
+  Report report;
+  report.world_size = options_.world_size;
+  report.seed = options_.seed;
+  report.virtual_time = now_;
+  if (first_failure_) {
+    const std::string& kind = first_failure_->kind;
+    report.outcome = kind == "deadlock"      ? Outcome::Deadlock
+                     : kind == "timeout"     ? Outcome::Timeout
+                     : kind == "mismatch"    ? Outcome::Mismatch
+                     : kind == "unsupported" ? Outcome::Unsupported
+                     : kind == "crash"       ? Outcome::Crash
+                                             : Outcome::Error;
+    report.message = first_failure_->message;
+  } else {
+    report.message = ranks_.size() == 1 ? std::string("the rank finished")
+                                        : fmt::format("all {} ranks finished", ranks_.size());
+  }
+  report.ranks.reserve(ranks_.size());
+  for (const auto& rank : ranks_) {
+    RankReport row;
+    row.rank = rank->rank;
+    switch (rank->state) {
+      case RankState::Finished:
+        row.state = "finished";
+        break;
+      case RankState::Failed:
+        row.state = "failed";
+        break;
+      case RankState::Crashed:
+        row.state = "crashed";
+        break;
+      case RankState::Runnable:
+        row.state = "running";
+        break;
+      case RankState::Blocked:
+      case RankState::Stuck:
+        row.state = "blocked";
+        break;
+    }
+    if (rank->state != RankState::Finished) {
+      row.op = std::string(rank->block.op);
+      if (rank->block.group) row.group = *rank->block.group;
+      row.seq = rank->block.seq;
+      if (rank->block.where.line() != 0) row.where = ranks::detail::where_str(rank->block.where);
+      row.error = rank->error;
+    }
+    report.ranks.push_back(std::move(row));
+  }
+  return report;
+}
+
+}  // namespace ranks::sim::detail

@@ -1,0 +1,117 @@
+#pragma once
+// The simulator's engine: the ranks, the virtual clock, the event queue, blocking and waking, and
+// what happens when no fiber can run (the clock jumps to the next event or deadline, or the run
+// is stuck). Everything runs on one OS thread; nothing here is thread-safe, by design.
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "ranks/context.hpp"
+#include "ranks/sim.hpp"
+#include "ranks/sim/trace.hpp"
+
+namespace boost::fibers {
+class context;
+}
+
+namespace ranks::sim::detail {
+
+using Nanos = std::chrono::nanoseconds;
+inline constexpr Nanos never = Nanos::max();
+
+class SimWork;
+
+// Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
+enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
+
+// What a rank is blocked in, kept for reports.
+struct BlockInfo {
+  std::string_view op;  // op_name(), or "sleep_for"
+  const std::string* group = nullptr;
+  int64_t seq = -1;
+  std::source_location where;
+};
+
+struct SimRank {
+  int rank = 0;
+  Context context;
+  RankState state = RankState::Runnable;
+  boost::fibers::context* fiber = nullptr;  // while blocked
+  Nanos deadline = never;                   // while blocked
+  BlockInfo block;                          // the op it last entered
+  SimWork* waiting_on = nullptr;            // the work it is blocked on, if any
+  std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
+  bool stopped_by_engine = false;           // woken to unwind a stuck run
+  std::string error_kind;
+  std::string error;
+};
+
+struct Failure {
+  Nanos time{0};
+  int rank = -1;
+  std::string kind;  // an Error::kind() or "deadlock"
+  std::string message;
+};
+
+class Engine final : public Clock {
+ public:
+  explicit Engine(const Options& options);
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  Report run(const std::function<void()>& body);
+
+  // Clock, for the running rank.
+  void sleep_for(Nanos duration) override;
+  Nanos now() override { return now_; }
+
+  const Options& options() const { return options_; }
+  SimRank& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
+  SimRank* running();  // the rank whose fiber is running, or null on the main fiber
+  ranks::detail::Rng& schedule_rng() { return rng_; }
+  Trace* trace() { return trace_.get(); }
+
+  // Blocks the running rank until work is done, its deadline passes or the run is stuck.
+  void wait(SimRank& rank, SimWork& work);
+  // Marks work done (or failed) and wakes its rank if it is blocked on it.
+  void complete(SimWork& work, std::exception_ptr error = nullptr);
+  void record_failure(SimRank& rank, std::string kind, std::string message);
+
+  // Called by the scheduler when no fiber is ready.
+  void on_idle();
+
+ private:
+  struct Event {
+    Nanos time;
+    uint64_t order;
+    int rank;
+    bool operator>(const Event& other) const {
+      return time != other.time ? time > other.time : order > other.order;
+    }
+  };
+
+  void block(SimRank& rank, BlockInfo info, Nanos deadline);
+  void wake(SimRank& rank);
+  void fire_deadlines(Nanos time);
+  void declare_stuck();
+  Report make_report() const;
+
+  Options options_;
+  Nanos now_{0};
+  uint64_t event_order_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<std::unique_ptr<SimRank>> ranks_;
+  std::optional<Failure> first_failure_;
+  bool stuck_ = false;
+  ranks::detail::Rng rng_;
+  std::unique_ptr<Trace> trace_;
+};
+
+}  // namespace ranks::sim::detail

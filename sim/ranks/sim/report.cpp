@@ -1,0 +1,87 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ranks/sim.hpp"
+
+namespace ranks::sim {
+
+std::string_view outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Ok:
+      return "ok";
+    case Outcome::Deadlock:
+      return "deadlock";
+    case Outcome::Timeout:
+      return "timeout";
+    case Outcome::Mismatch:
+      return "mismatch";
+    case Outcome::Unsupported:
+      return "unsupported";
+    case Outcome::Crash:
+      return "crash";
+    case Outcome::Error:
+      return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+bool same_row(const RankReport& a, const RankReport& b) {
+  return a.state == b.state && a.op == b.op && a.group == b.group && a.seq == b.seq &&
+         a.where == b.where && a.error == b.error;
+}
+
+std::string row_text(const RankReport& row) {
+  std::string text = row.state;
+  if (!row.op.empty()) text += fmt::format(" in {}", row.op);
+  if (!row.group.empty()) text += fmt::format(" on group '{}' seq {}", row.group, row.seq);
+  if (!row.where.empty()) text += fmt::format(" at {}", row.where);
+  if (!row.error.empty()) text += fmt::format(": {}", row.error);
+  return text;
+}
+
+}  // namespace
+
+std::string Report::to_text() const {
+  std::string text = fmt::format("ranks sim: outcome {} ({} ranks, seed {}, virtual time {} ns)\n",
+                                 outcome_name(outcome), world_size, seed, virtual_time.count());
+  text += message + "\n";
+  if (outcome == Outcome::Ok) return text;
+  // Runs of consecutive ranks in the same state print as one line, so 10,000 ranks stay readable.
+  for (size_t begin = 0; begin < ranks.size();) {
+    size_t end = begin + 1;
+    while (end < ranks.size() && same_row(ranks[begin], ranks[end])) ++end;
+    std::string who = end - begin == 1
+                          ? fmt::format("rank {}", ranks[begin].rank)
+                          : fmt::format("ranks {}-{}", ranks[begin].rank, ranks[end - 1].rank);
+    text += fmt::format("  {:<12} {}\n", who, row_text(ranks[begin]));
+    begin = end;
+  }
+  if (!cycle.empty()) text += fmt::format("  wait-for cycle: {}\n", fmt::join(cycle, " -> "));
+  return text;
+}
+
+std::string Report::to_json() const {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const RankReport& row : ranks) {
+    nlohmann::ordered_json j = {{"rank", row.rank}, {"state", row.state}};
+    if (!row.op.empty()) j["op"] = row.op;
+    if (!row.group.empty()) j["group"] = row.group;
+    if (row.seq >= 0) j["seq"] = row.seq;
+    if (!row.where.empty()) j["where"] = row.where;
+    if (!row.error.empty()) j["error"] = row.error;
+    rows.push_back(std::move(j));
+  }
+  nlohmann::ordered_json report = {{"outcome", outcome_name(outcome)},
+                                   {"world_size", world_size},
+                                   {"seed", seed},
+                                   {"virtual_time_ns", virtual_time.count()},
+                                   {"message", message},
+                                   {"ranks", std::move(rows)},
+                                   {"cycle", cycle}};
+  return report.dump(2) + "\n";
+}
+
+}  // namespace ranks::sim

@@ -1,0 +1,42 @@
+#pragma once
+// Our Boost.Fiber scheduling algorithm. It decides which ready rank runs next (FIFO, or a seeded
+// random choice for schedule exploration) and hands control to the engine when none is ready:
+// Boost's own idle handling would read the real clock, which the simulator must never do.
+
+#include <boost/fiber/algo/algorithm.hpp>
+#include <boost/fiber/context.hpp>
+#include <boost/fiber/properties.hpp>
+#include <deque>
+
+#include "ranks/context.hpp"
+
+namespace ranks::sim::detail {
+
+class Engine;
+struct SimRank;
+
+// Fiber-local storage: which simulated rank a fiber is.
+class RankProps final : public boost::fibers::fiber_properties {
+ public:
+  using fiber_properties::fiber_properties;
+  SimRank* rank = nullptr;
+};
+
+class Scheduler final : public boost::fibers::algo::algorithm_with_properties<RankProps> {
+ public:
+  Scheduler(Engine& engine, uint64_t seed) : engine_(engine), rng_(seed), seeded_(seed != 0) {}
+
+  void awakened(boost::fibers::context* ctx, RankProps&) noexcept override;
+  boost::fibers::context* pick_next() noexcept override;
+  bool has_ready_fibers() const noexcept override { return !ready_.empty(); }
+  void suspend_until(std::chrono::steady_clock::time_point const&) noexcept override;
+  void notify() noexcept override {}
+
+ private:
+  Engine& engine_;
+  std::deque<boost::fibers::context*> ready_;
+  ranks::detail::Rng rng_;
+  bool seeded_;
+};
+
+}  // namespace ranks::sim::detail

@@ -1,0 +1,60 @@
+#include "ranks/sim/stack.hpp"
+
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <new>
+
+#include "ranks/errors.hpp"
+
+namespace ranks::sim::detail {
+
+namespace {
+// Guard pages split the mapping into two kernel maps per stack; only affordable for small runs.
+constexpr size_t max_guarded_stacks = 8192;
+}  // namespace
+
+StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  stack_bytes_ = (stack_bytes + page - 1) / page * page;
+  mapped_bytes_ = stack_bytes_ * count_;
+  void* base = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) {
+    throw Error(fmt::format("sim: cannot reserve {} stacks of {} KiB ({} MiB of address space)",
+                            count_, stack_bytes_ / 1024, mapped_bytes_ >> 20));
+  }
+  base_ = static_cast<char*>(base);
+  if (count_ <= max_guarded_stacks) {
+    // A rank that overflows its stack faults here instead of corrupting its neighbour.
+    for (size_t i = 0; i < count_; ++i) mprotect(base_ + i * stack_bytes_, page, PROT_NONE);
+  }
+}
+
+StackPool::~StackPool() {
+  if (base_ != nullptr) munmap(base_, mapped_bytes_);
+}
+
+boost::context::stack_context StackPool::allocate() {
+  size_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else if (next_ < count_) {
+    slot = next_++;
+  } else {
+    throw std::bad_alloc();
+  }
+  boost::context::stack_context sctx;
+  sctx.size = stack_bytes_;
+  sctx.sp = base_ + (slot + 1) * stack_bytes_;  // stacks grow down from the top of the slot
+  return sctx;
+}
+
+void StackPool::deallocate(boost::context::stack_context& sctx) noexcept {
+  char* top = static_cast<char*>(sctx.sp);
+  free_.push_back(static_cast<size_t>(top - base_) / stack_bytes_ - 1);
+}
+
+}  // namespace ranks::sim::detail

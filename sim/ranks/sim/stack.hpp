@@ -1,0 +1,37 @@
+#pragma once
+// Fiber stacks carved out of one reserved mapping: one mmap for all ranks keeps 100,000 ranks
+// under the kernel's map-count limit, and untouched stack pages cost no memory.
+
+#include <boost/context/stack_context.hpp>
+#include <cstddef>
+#include <vector>
+
+namespace ranks::sim::detail {
+
+class StackPool {
+ public:
+  StackPool(size_t count, size_t stack_bytes);
+  ~StackPool();
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+
+  boost::context::stack_context allocate();
+  void deallocate(boost::context::stack_context&) noexcept;
+
+ private:
+  char* base_ = nullptr;
+  size_t stack_bytes_;
+  size_t count_;
+  size_t mapped_bytes_;
+  std::vector<size_t> free_;  // slots handed back
+  size_t next_ = 0;           // slots never handed out start here
+};
+
+// The StackAllocator concept Boost.Fiber expects, over a pool.
+struct PooledStack {
+  StackPool* pool;
+  boost::context::stack_context allocate() { return pool->allocate(); }
+  void deallocate(boost::context::stack_context& sctx) noexcept { pool->deallocate(sctx); }
+};
+
+}  // namespace ranks::sim::detail

@@ -1,0 +1,278 @@
+// Every tensor collective, written once as a multi-rank body, over world sizes, dtypes, reduce
+// ops, element counts and roots. Expected values come from tests/expected.hpp.
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "expected.hpp"
+
+namespace ranks::testing {
+namespace {
+
+const int kWorldSizes[] = {1, 2, 3, 4, 7, 8, 64};
+const int64_t kCounts[] = {0, 1, 17};
+const ReduceOp kOps[] = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Product, ReduceOp::Min,
+                         ReduceOp::Max, ReduceOp::BAnd, ReduceOp::BOr,     ReduceOp::BXor};
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> r(static_cast<size_t>(n));
+  std::iota(r.begin(), r.end(), 0);
+  return r;
+}
+
+std::vector<int> roots_for(int n) {
+  std::vector<int> roots = {0};
+  if (n > 2) roots.push_back(n / 2);
+  if (n > 1) roots.push_back(n - 1);
+  return roots;
+}
+
+struct Case {
+  int world_size;
+  DType dtype;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return fmt::format("n{}_{}", info.param.world_size, dtype_name(info.param.dtype));
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (int n : kWorldSizes) {
+    for (DType d : all_dtypes) cases.push_back({n, d});
+  }
+  return cases;
+}
+
+class Collectives : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Collectives, AllReduceEveryOpAndCount) {
+  const auto [n, dtype] = GetParam();
+  for (ReduceOp op : kOps) {
+    if (!reduce_op_supports(op, dtype)) continue;
+    for (int64_t count : kCounts) {
+      SCOPED_TRACE(fmt::format("op {} count {}", reduce_op_name(op), count));
+      run_ranks(n, [&, op = op, count = count] {
+        int rank = get_rank();
+        Tensor t = make_tensor(dtype, count, [&](int64_t i) { return reduce_input(op, rank, i); });
+        all_reduce(t, op);
+        auto got = values(t);
+        ASSERT_EQ(got.size(), static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i) {
+          double want = expected_reduction(dtype, op, iota_ranks(n),
+                                           [&](int r) { return reduce_input(op, r, i); });
+          EXPECT_STORED_EQ(dtype, got[static_cast<size_t>(i)], want)
+              << "rank " << rank << " element " << i;
+        }
+      });
+    }
+  }
+}
+
+TEST_P(Collectives, ReduceToEveryRoot) {
+  const auto [n, dtype] = GetParam();
+  for (int root : roots_for(n)) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Mean}) {
+      SCOPED_TRACE(fmt::format("root {} op {}", root, reduce_op_name(op)));
+      run_ranks(n, [&, root = root, op = op] {
+        int rank = get_rank();
+        const int64_t count = 17;
+        Tensor t = make_tensor(dtype, count, [&](int64_t i) { return reduce_input(op, rank, i); });
+        Tensor before = t.clone();
+        reduce(t, root, op);
+        if (rank != root) {
+          EXPECT_TRUE(t.equal(before)) << "reduce wrote to non-root rank " << rank;
+          return;
+        }
+        auto got = values(t);
+        for (int64_t i = 0; i < count; ++i) {
+          double want = expected_reduction(dtype, op, iota_ranks(n),
+                                           [&](int r) { return reduce_input(op, r, i); });
+          EXPECT_STORED_EQ(dtype, got[static_cast<size_t>(i)], want);
+        }
+      });
+    }
+  }
+}
+
+TEST_P(Collectives, BroadcastFromEveryRoot) {
+  const auto [n, dtype] = GetParam();
+  for (int root : roots_for(n)) {
+    for (int64_t count : kCounts) {
+      SCOPED_TRACE(fmt::format("root {} count {}", root, count));
+      run_ranks(n, [&, root = root, count = count] {
+        int rank = get_rank();
+        Tensor t = make_tensor(dtype, count, [&](int64_t i) { return small_value(rank, i); });
+        broadcast(t, root);
+        auto got = values(t);
+        for (int64_t i = 0; i < count; ++i) {
+          EXPECT_EQ(got[static_cast<size_t>(i)], stored(dtype, small_value(root, i)));
+        }
+      });
+    }
+  }
+}
+
+TEST_P(Collectives, AllGatherAndGather) {
+  const auto [n, dtype] = GetParam();
+  for (int64_t count : kCounts) {
+    for (int root : roots_for(n)) {
+      SCOPED_TRACE(fmt::format("count {} root {}", count, root));
+      run_ranks(n, [&, count = count, root = root] {
+        int rank = get_rank();
+        Tensor mine = make_tensor(dtype, count, [&](int64_t i) { return small_value(rank, i); });
+        auto everyone = all_gather(mine);
+        ASSERT_EQ(everyone.size(), static_cast<size_t>(n));
+        auto at_root = gather(mine, root);
+        ASSERT_EQ(at_root.size(), rank == root ? static_cast<size_t>(n) : 0u);
+        for (int r = 0; r < n; ++r) {
+          auto got = values(everyone[static_cast<size_t>(r)]);
+          for (int64_t i = 0; i < count; ++i) {
+            EXPECT_EQ(got[static_cast<size_t>(i)], stored(dtype, small_value(r, i)));
+          }
+          if (rank != root) continue;
+          auto rooted = values(at_root[static_cast<size_t>(r)]);
+          for (int64_t i = 0; i < count; ++i) {
+            EXPECT_EQ(rooted[static_cast<size_t>(i)], stored(dtype, small_value(r, i)));
+          }
+        }
+      });
+    }
+  }
+}
+
+TEST_P(Collectives, ScatterFromEveryRoot) {
+  const auto [n, dtype] = GetParam();
+  for (int root : roots_for(n)) {
+    SCOPED_TRACE(fmt::format("root {}", root));
+    run_ranks(n, [&, root = root] {
+      int rank = get_rank();
+      const int64_t count = 5;
+      std::vector<Tensor> pieces;
+      if (rank == root) {
+        for (int r = 0; r < n; ++r) {
+          pieces.push_back(
+              make_tensor(dtype, count, [&](int64_t i) { return small_value(r + 1, i); }));
+        }
+      }
+      Tensor out = Tensor::zeros({count}, dtype);
+      scatter(out, pieces, root);
+      auto got = values(out);
+      for (int64_t i = 0; i < count; ++i) {
+        EXPECT_EQ(got[static_cast<size_t>(i)], stored(dtype, small_value(rank + 1, i)));
+      }
+    });
+  }
+}
+
+TEST_P(Collectives, ReduceScatterEveryOp) {
+  const auto [n, dtype] = GetParam();
+  for (ReduceOp op : kOps) {
+    if (!reduce_op_supports(op, dtype)) continue;
+    SCOPED_TRACE(fmt::format("op {}", reduce_op_name(op)));
+    run_ranks(n, [&, op = op] {
+      int rank = get_rank();
+      const int64_t count = 3;
+      // Rank r's piece for rank j holds reduce_input(op, r, j * count + i).
+      std::vector<Tensor> in;
+      for (int j = 0; j < n; ++j) {
+        in.push_back(make_tensor(dtype, count,
+                                 [&](int64_t i) { return reduce_input(op, rank, j * count + i); }));
+      }
+      Tensor out = Tensor::zeros({count}, dtype);
+      reduce_scatter(out, in, op);
+      auto got = values(out);
+      for (int64_t i = 0; i < count; ++i) {
+        double want = expected_reduction(
+            dtype, op, iota_ranks(n), [&](int r) { return reduce_input(op, r, rank * count + i); });
+        EXPECT_STORED_EQ(dtype, got[static_cast<size_t>(i)], want);
+      }
+    });
+  }
+}
+
+TEST_P(Collectives, AllToAllWithUnevenPieces) {
+  const auto [n, dtype] = GetParam();
+  run_ranks(n, [&] {
+    int rank = get_rank();
+    // Rank r sends (r + j) % 3 elements to rank j, valued small_value(r * n + j, i).
+    auto piece = [&](int from, int to) { return static_cast<int64_t>((from + to) % 3); };
+    std::vector<Tensor> in, out;
+    for (int j = 0; j < n; ++j) {
+      in.push_back(make_tensor(dtype, piece(rank, j),
+                               [&](int64_t i) { return small_value(rank * n + j, i); }));
+      out.push_back(Tensor::zeros({piece(j, rank)}, dtype));
+    }
+    all_to_all(out, in);
+    for (int j = 0; j < n; ++j) {
+      auto got = values(out[static_cast<size_t>(j)]);
+      for (int64_t i = 0; i < piece(j, rank); ++i) {
+        EXPECT_EQ(got[static_cast<size_t>(i)], stored(dtype, small_value(j * n + rank, i)));
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sim, Collectives, ::testing::ValuesIn(all_cases()), case_name);
+
+TEST(CollectivesLarge, AllReduceOfALargeOddTensor) {
+  for (int n : {2, 7}) {
+    for (DType dtype : {DType::Float32, DType::Int32, DType::BFloat16}) {
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Mean}) {
+        SCOPED_TRACE(fmt::format("n {} {} {}", n, dtype_name(dtype), reduce_op_name(op)));
+        const int64_t count = (1 << 17) + 1;
+        run_ranks(n, [&] {
+          int rank = get_rank();
+          Tensor t =
+              make_tensor(dtype, count, [&](int64_t i) { return reduce_input(op, rank, i); });
+          all_reduce(t, op);
+          auto got = values(t);
+          int wrong = 0;
+          for (int64_t i = 0; i < count; ++i) {
+            double want = expected_reduction(dtype, op, iota_ranks(n),
+                                             [&](int r) { return reduce_input(op, r, i); });
+            wrong += std::abs(got[static_cast<size_t>(i)] - want) > tolerance(dtype, want);
+          }
+          EXPECT_EQ(wrong, 0);
+        });
+      }
+    }
+  }
+}
+
+TEST(CollectivesAsync, AsyncFormsCompleteOnWait) {
+  run_ranks(4, [] {
+    int rank = get_rank();
+    Tensor a = make_tensor(DType::Int64, 3, [&](int64_t i) { return rank + i; });
+    Tensor b = Tensor::of<float>({static_cast<float>(rank)});
+    Work wa = all_reduce_async(a);
+    Work wb = broadcast_async(b, 3);
+    std::vector<Tensor> gathered;
+    Work wg = all_gather_async(gathered, b);
+    EXPECT_EQ(gathered.size(), 4u);  // allocated at once, written on completion
+    wa.wait();
+    wb.wait();
+    wg.wait();
+    EXPECT_TRUE(wa.is_completed());
+    EXPECT_EQ(wa.exception(), nullptr);
+    EXPECT_EQ(a.to_vector<int64_t>(), (std::vector<int64_t>{6, 10, 14}));
+    EXPECT_EQ(b.to_vector<float>(), std::vector<float>{3.0f});
+    for (const Tensor& g : gathered) EXPECT_EQ(g.to_vector<float>(), std::vector<float>{3.0f});
+    barrier_async().wait();
+  });
+}
+
+TEST(CollectivesAsync, MeanKeepsIntegerDtypeAndTruncates) {
+  // MMEngine: int64 mean of [1,2] and [3,4] over 2 ranks is [2,3]; negatives truncate toward 0.
+  run_ranks(2, [] {
+    int rank = get_rank();
+    Tensor t = rank == 0 ? Tensor::of<int64_t>({1, 2, -1}) : Tensor::of<int64_t>({3, 4, -2});
+    all_reduce(t, "mean");
+    EXPECT_EQ(t.dtype(), DType::Int64);
+    EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{2, 3, -1}));
+  });
+}
+
+}  // namespace
+}  // namespace ranks::testing

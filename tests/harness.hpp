@@ -1,0 +1,88 @@
+#pragma once
+// Runs a multi-rank test body. Every body is written once against the public API and runs on
+// each backend this build has: the simulator always (here, in-process); the real backends run
+// the same body in one process per rank as they land.
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ranks/ranks.hpp"
+#include "ranks/sim.hpp"
+
+namespace ranks::testing {
+
+// Runs body on world_size simulated ranks and returns the report.
+inline sim::Report simulate(int world_size, const std::function<void()>& body,
+                            sim::Options options = {}) {
+  options.world_size = world_size;
+  return sim::run(options, body);
+}
+
+// Runs body on world_size ranks and expects every rank to finish; gtest failures inside the body
+// are recorded against the running test as usual (all simulated ranks share this thread).
+inline void run_ranks(int world_size, const std::function<void()>& body,
+                      sim::Options options = {}) {
+  sim::Report report = simulate(world_size, body, std::move(options));
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+}
+
+// The value a test stores at (rank, index): small, so sums and products stay exact in every
+// dtype (bfloat16 holds integers up to 256 exactly; 64 ranks x 3 = 192).
+inline int64_t small_value(int rank, int64_t i) { return (rank * 7 + i * 3) % 4; }
+
+// What storing v in dtype and reading it back gives, computed without the library: integers wrap
+// modulo 2^bits, bool is v != 0, and the small values the tests use are exact in every float.
+inline double stored(DType dtype, int64_t v) {
+  switch (dtype) {
+    case DType::Bool:
+      return v != 0 ? 1.0 : 0.0;
+    case DType::UInt8:
+      return static_cast<double>(static_cast<uint8_t>(v));
+    case DType::Int8:
+      return static_cast<double>(static_cast<int8_t>(v));
+    case DType::Int32:
+      return static_cast<double>(static_cast<int32_t>(v));
+    default:
+      return static_cast<double>(v);
+  }
+}
+
+// A tensor of dtype whose element i is value(i) (which must be exact in dtype).
+template <class F>
+Tensor make_tensor(DType dtype, int64_t count, F value, Device device = Device::cpu()) {
+  Tensor t = Tensor::empty({count}, dtype, device);
+  visit_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    T* data = t.data<T>();
+    for (int64_t i = 0; i < count; ++i) {
+      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+        data[i] = T(static_cast<float>(value(i)));
+      } else {
+        data[i] = static_cast<T>(value(i));
+      }
+    }
+  });
+  return t;
+}
+
+// A tensor's elements as doubles, for comparing with expected values.
+inline std::vector<double> values(const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.numel()));
+  visit_dtype(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const T* data = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) {
+      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+        out[i] = static_cast<double>(static_cast<float>(data[i]));
+      } else {
+        out[i] = static_cast<double>(data[i]);
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace ranks::testing

@@ -1,0 +1,14 @@
+#pragma once
+// The subcommands of the `ranks` CLI. Each registers its options on the app and returns the
+// function that runs it once the command line is parsed.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace ranks::cli {
+
+using Command = std::function<int()>;
+
+Command add_sim_command(CLI::App& app);
+
+}  // namespace ranks::cli

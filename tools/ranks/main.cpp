@@ -1,0 +1,31 @@
+// `ranks`: simulate, run, benchmark and report multi-rank programs.
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.hpp"
+#include "ranks/config.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ranks: run one multi-rank program simulated (ranks sim) or for real"};
+  app.require_subcommand(1);
+  app.set_version_flag(
+      "--version",
+      fmt::format("ranks {} (backends: sim{}{}{})", RANKS_VERSION, RANKS_HAS_GLOO ? ", gloo" : "",
+                  RANKS_HAS_MPI ? ", mpi" : "", RANKS_HAS_NCCL ? ", nccl" : ""));
+  ranks::cli::Command sim = ranks::cli::add_sim_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (app.got_subcommand("sim")) return sim();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ranks: error: %s\n", e.what());
+    return 2;
+  }
+  return 2;
+}

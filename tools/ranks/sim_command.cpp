@@ -1,0 +1,143 @@
+// `ranks sim -n N [options] -- PROGRAM ARGS`: runs a program built on ranks::main with N simulated
+// ranks. The options travel to the program as RANKS_SIM_* variables; the program prints the
+// human report and writes the JSON one. If the program dies before it can, this command writes
+// the report for it, so a crash never goes unreported.
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace ranks::cli {
+
+namespace {
+
+struct SimArgs {
+  int world_size = 0;
+  int ranks_per_node = 0;
+  std::string backend = "nccl";
+  uint64_t seed = 0;
+  double timeout_seconds = 1800;
+  std::vector<std::string> faults;
+  std::string trace;
+  std::string report;
+  std::vector<std::string> program;
+};
+
+std::string join(const std::vector<std::string>& items, char separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+// Runs the program once with the simulator's variables set; returns its wait status.
+int run_program(const SimArgs& args, const std::string& report_path) {
+  std::vector<std::pair<std::string, std::string>> vars = {
+      {"RANKS_SIM_WORLD_SIZE", std::to_string(args.world_size)},
+      {"RANKS_SIM_RANKS_PER_NODE", std::to_string(args.ranks_per_node)},
+      {"RANKS_SIM_BACKEND", args.backend},
+      {"RANKS_SIM_SEED", std::to_string(args.seed)},
+      {"RANKS_SIM_TIMEOUT_MS", std::to_string(static_cast<long long>(args.timeout_seconds * 1000))},
+      {"RANKS_SIM_FAULTS", join(args.faults, ';')},
+      {"RANKS_SIM_TRACE", args.trace},
+      {"RANKS_SIM_REPORT", report_path},
+  };
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child == 0) {
+    for (const auto& [name, value] : vars) setenv(name.c_str(), value.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& arg : args.program) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "ranks sim: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+// The report for a program that ended without writing one (it crashed, or is not built on
+// ranks::main).
+std::string orphan_report(const SimArgs& args, int status) {
+  std::string message;
+  if (WIFSIGNALED(status)) {
+    message = fmt::format("{} died on signal {} ({}) before the simulator could report",
+                          args.program.front(), WTERMSIG(status), strsignal(WTERMSIG(status)));
+  } else {
+    message = fmt::format(
+        "{} exited with status {} without a simulator report (is it built on "
+        "ranks::main?)",
+        args.program.front(), WEXITSTATUS(status));
+  }
+  nlohmann::ordered_json report = {{"outcome", WIFSIGNALED(status) ? "crash" : "error"},
+                                   {"world_size", args.world_size},
+                                   {"seed", args.seed},
+                                   {"virtual_time_ns", 0},
+                                   {"message", message},
+                                   {"ranks", nlohmann::ordered_json::array()},
+                                   {"cycle", nlohmann::ordered_json::array()}};
+  std::printf("\nranks sim: outcome %s (%d ranks, seed %llu)\n%s\n",
+              report["outcome"].get<std::string>().c_str(), args.world_size,
+              static_cast<unsigned long long>(args.seed), message.c_str());
+  return report.dump(2) + "\n";
+}
+
+int run_sim(const SimArgs& args) {
+  namespace fs = std::filesystem;
+  fs::path report_path = args.report;
+  bool temporary = report_path.empty();
+  if (temporary) {
+    report_path = fs::temp_directory_path() / fmt::format("ranks-sim-{}.json", getpid());
+  }
+  fs::remove(report_path);
+  int status = run_program(args, report_path.string());
+  int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (!fs::exists(report_path)) {
+    std::ofstream(report_path) << orphan_report(args, status);
+    exit_code = exit_code == 0 ? 1 : exit_code;
+  }
+  if (temporary) fs::remove(report_path);
+  return exit_code;
+}
+
+}  // namespace
+
+Command add_sim_command(CLI::App& app) {
+  auto args = std::make_shared<SimArgs>();
+  CLI::App* sim = app.add_subcommand("sim", "run a program with N simulated ranks in one process");
+  sim->add_option("-n,--nproc", args->world_size, "number of simulated ranks")
+      ->required()
+      ->check(CLI::Range(1, 1 << 24));
+  sim->add_option("--ranks-per-node", args->ranks_per_node, "ranks per node (0: one node)")
+      ->check(CLI::NonNegativeNumber);
+  sim->add_option("--backend", args->backend, "backend whose rules to emulate")
+      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+  sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving");
+  sim->add_option("--timeout", args->timeout_seconds, "per-op timeout in (virtual) seconds")
+      ->check(CLI::PositiveNumber);
+  sim->add_option("--fault", args->faults, "fault spec, e.g. crash:rank=1,op=3");
+  sim->add_option("--trace", args->trace, "write a Chrome/Perfetto trace here");
+  sim->add_option("--report", args->report, "write the JSON report here");
+  sim->add_option("program", args->program, "the program and its arguments (after --)")->required();
+  sim->positionals_at_end();
+  return [args] { return run_sim(*args); };
+}
+
+}  // namespace ranks::cli
