@@ -14,8 +14,13 @@ namespace ranks {
 // Identity of a group, the same on every member: deterministic, never a creation counter.
 struct GroupSpec {
   std::string name;               // "world", "world/0,2,4", a repeated set gets "#2", "#3", ...
-  std::vector<int> global_ranks;  // ascending, as torch sorts them: group rank i is global_ranks[i]
-  int rank = -1;                  // this process's rank within the group, -1 if not a member
+  // Ascending global ranks, as torch sorts them: group rank i is (*members)[i]. Shared, because
+  // in the simulator every member of a 100,000-rank group would otherwise hold its own copy.
+  std::shared_ptr<const std::vector<int>> members;
+  int rank = -1;  // this process's rank within the group, -1 if not a member
+
+  const std::vector<int>& global_ranks() const { return *members; }
+  int size() const { return static_cast<int>(members->size()); }
 };
 
 class Backend {
@@ -23,7 +28,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "sim", "gloo", "mpi", "nccl"
   // Starts the operation and returns at once; Work::wait() finishes it.
-  virtual Work submit(OpRequest request) = 0;
+  virtual Work submit(OpRequest&& request) = 0;
   // A communicator for a group made by new_group(); called on every rank of this (world)
   // backend after the members have agreed. Returns nullptr on ranks outside the group.
   virtual std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) = 0;

@@ -5,8 +5,10 @@
 namespace ranks {
 
 namespace {
-// Per thread, not per rank: which simulator (if any) runs fibers on this thread.
-thread_local detail::ContextResolver resolver = nullptr;
+// Per thread, not per rank: where the simulator running fibers on this thread (if any) keeps
+// the running rank's Context. initial-exec: current() is on every op's path, and the general
+// TLS model would cost a __tls_get_addr call each time.
+thread_local Context* const* simulated_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 
 Context& process_context() {
   static Context context;
@@ -15,9 +17,7 @@ Context& process_context() {
 }  // namespace
 
 Context& current() {
-  if (resolver != nullptr) {
-    if (Context* simulated = resolver()) return *simulated;
-  }
+  if (simulated_slot != nullptr && *simulated_slot != nullptr) return **simulated_slot;
   return process_context();
 }
 
@@ -29,7 +29,7 @@ void Context::reset() {
 
 namespace detail {
 
-ContextResolver set_context_resolver(ContextResolver r) { return std::exchange(resolver, r); }
+Context* const* set_context_slot(Context* const* slot) { return std::exchange(simulated_slot, slot); }
 
 uint64_t Rng::next() {
   uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);

@@ -32,7 +32,7 @@ struct GroupImpl {
   std::unique_ptr<Backend> backend;  // null when this rank is not a member
   uint64_t next_collective_seq = 0;
   uint64_t next_p2p_seq = 0;
-  int size() const { return static_cast<int>(spec.global_ranks.size()); }
+  int size() const { return spec.size(); }
 };
 
 // A small, fast, seedable generator (splitmix64): a simulated rank must stay a few KiB.
@@ -74,10 +74,10 @@ class Context {
 Context& current();
 
 namespace detail {
-// The simulator installs a resolver for the thread it runs fibers on; it returns the running
-// fiber's Context (or null outside any simulated rank). Real runs never install one.
-using ContextResolver = Context* (*)();
-ContextResolver set_context_resolver(ContextResolver);
+// The simulator points this thread's slot at the variable its scheduler updates on every fiber
+// switch: the running rank's Context, or null on the main fiber. Real runs never set one.
+// Returns the previous slot.
+Context* const* set_context_slot(Context* const* slot);
 }  // namespace detail
 
 }  // namespace ranks

@@ -47,7 +47,7 @@ std::string Group::backend() const {
 
 std::vector<int> Group::global_ranks() const {
   const auto* g = effective(impl_);
-  return g ? g->spec.global_ranks : std::vector<int>{0};
+  return g ? g->spec.global_ranks() : std::vector<int>{0};
 }
 
 std::string Group::name() const {
@@ -106,7 +106,7 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
   auto impl = std::make_shared<detail::GroupImpl>();
   auto self = std::find(global_ranks.begin(), global_ranks.end(), context.rank);
   impl->spec =
-      GroupSpec{name, global_ranks,
+      GroupSpec{name, std::make_shared<const std::vector<int>>(global_ranks),
                 self == global_ranks.end() ? -1 : static_cast<int>(self - global_ranks.begin())};
   impl->backend_name = context.world->backend_name;
   impl->timeout = context.world->timeout;

@@ -18,12 +18,12 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
     throw InvalidArgument(fmt::format(
         "{} at {}: this rank (global rank {}) is not a member of group '{}' (members {})",
         op_name(op), where_str(where), current().rank, impl->spec.name,
-        fmt::join(impl->spec.global_ranks, ", ")));
+        fmt::join(impl->spec.global_ranks(), ", ")));
   }
   return impl;
 }
 
-Work dispatch(GroupImpl& group, OpRequest request, const std::source_location& where) {
+Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
   request.seq =
       is_point_to_point(request.kind) ? group.next_p2p_seq++ : group.next_collective_seq++;
   request.timeout = group.timeout;

@@ -11,6 +11,6 @@ namespace ranks::detail {
 // is not a member of group.
 GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& where);
 
-Work dispatch(GroupImpl& group, OpRequest request, const std::source_location& where);
+Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where);
 
 }  // namespace ranks::detail

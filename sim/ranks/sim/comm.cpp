@@ -26,6 +26,18 @@ std::string describe(const OpRequest& r) {
   return fmt::format("{}({})", op_name(r.kind), args);
 }
 
+// Whether two ranks' calls of one collective agree: the cheap test every arrival takes.
+bool agree(const OpRequest& a, const OpRequest& b) {
+  if (a.kind != b.kind || a.reduce_op != b.reduce_op || a.root != b.root || a.extra != b.extra) {
+    return false;
+  }
+  const Tensor* ta = a.described_tensor();
+  const Tensor* tb = b.described_tensor();
+  if (ta == nullptr || tb == nullptr) return ta == tb;
+  return ta->dtype() == tb->dtype() && ta->device().type == tb->device().type &&
+         (a.kind == OpKind::AllToAll || ta->numel() == tb->numel());
+}
+
 // The fields on which two ranks' calls of the same collective disagree.
 std::vector<std::string> differences(const OpRequest& a, const OpRequest& b) {
   std::vector<std::string> diffs;
@@ -79,20 +91,21 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, const OpRequest& request, i
       timeout(request.timeout) {}
 
 SimGroup::SimGroup(Engine& engine, GroupSpec spec)
-    : engine_(engine), spec_(std::move(spec)), mailboxes_(spec_.global_ranks.size()) {}
+    : engine_(engine), spec_(std::move(spec)), mailboxes_(spec_.global_ranks().size()) {}
 
-void SimGroup::arrive(OpRequest request, std::shared_ptr<SimWork> work) {
+void SimGroup::arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   const uint64_t seq = request.seq;
-  Pending& pending = pending_[seq];
+  Pending& pending = pending_at(seq);
   if (pending.failed) {
     engine_.complete(*work, pending.failed);
     return;
   }
-  if (pending.arrivals.empty()) pending.arrivals.resize(static_cast<size_t>(size()));
+  if (pending.arrivals.empty()) pending.arrivals = take_arrival_slots();
   const int me = work->group_rank;
   if (pending.first >= 0) {
     const Arrival& first = pending.arrivals[static_cast<size_t>(pending.first)];
-    auto diffs = differences(first.request, request);
+    std::vector<std::string> diffs;
+    if (!agree(first.request, request)) diffs = differences(first.request, request);
     if (!diffs.empty()) {
       auto error = std::make_exception_ptr(Mismatch(fmt::format(
           "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
@@ -132,11 +145,28 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   }
   // Completing may run no rank yet (waking only queues them), so the arrivals stay valid.
   std::vector<Arrival> arrivals = std::move(pending.arrivals);
+  if (recent_ != pending_.end() && recent_->first == seq) recent_ = pending_.end();
   pending_.erase(seq);
-  for (Arrival& arrival : arrivals) engine_.complete(*arrival.work, error);
+  for (Arrival& arrival : arrivals) {
+    engine_.complete(*arrival.work, error);
+    arrival = Arrival{};
+  }
+  spare_slots_.push_back(std::move(arrivals));
 }
 
-void SimGroup::post_send(OpRequest request, std::shared_ptr<SimWork> work) {
+SimGroup::Pending& SimGroup::pending_at(uint64_t seq) {
+  if (recent_ == pending_.end() || recent_->first != seq) recent_ = pending_.try_emplace(seq).first;
+  return recent_->second;
+}
+
+std::vector<SimGroup::Arrival> SimGroup::take_arrival_slots() {
+  if (spare_slots_.empty()) return std::vector<Arrival>(static_cast<size_t>(size()));
+  std::vector<Arrival> slots = std::move(spare_slots_.back());
+  spare_slots_.pop_back();
+  return slots;
+}
+
+void SimGroup::post_send(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   const int src = work->group_rank;
   Mailbox& box = mailboxes_[static_cast<size_t>(request.root)];
   for (auto it = box.recvs.begin(); it != box.recvs.end(); ++it) {
@@ -152,11 +182,11 @@ void SimGroup::post_send(OpRequest request, std::shared_ptr<SimWork> work) {
   box.sends.push_back(Message{std::move(request), std::move(work)});
 }
 
-void SimGroup::post_recv(OpRequest request, std::shared_ptr<SimWork> work) {
+void SimGroup::post_recv(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   Mailbox& box = mailboxes_[static_cast<size_t>(work->group_rank)];
   // Messages from one source match in the order they were sent (MPI's non-overtaking rule);
   // among sources, FIFO takes the earliest send and a seeded run any source's first eligible one.
-  std::vector<std::deque<Message>::iterator> eligible;
+  std::vector<std::vector<Message>::iterator> eligible;
   std::vector<bool> seen_source(static_cast<size_t>(size()), false);
   for (auto it = box.sends.begin(); it != box.sends.end(); ++it) {
     int src = it->work->group_rank;
@@ -271,22 +301,17 @@ SimComm::SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGro
       rank_(rank),
       global_rank_(global_rank) {}
 
-Work SimComm::submit(OpRequest request) {
+Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::make_shared<SimWork>(engine_, owner, *group_, request, rank_);
   owner.block = work->info;
+  Work handle(work);
   switch (request.kind) {
-    case OpKind::Send:
-      group_->post_send(std::move(request), work);
-      break;
-    case OpKind::Recv:
-      group_->post_recv(std::move(request), work);
-      break;
-    default:
-      group_->arrive(std::move(request), work);
-      break;
+    case OpKind::Send: group_->post_send(std::move(request), std::move(work)); break;
+    case OpKind::Recv: group_->post_recv(std::move(request), std::move(work)); break;
+    default: group_->arrive(std::move(request), std::move(work)); break;
   }
-  return Work(std::move(work));
+  return handle;
 }
 
 std::unique_ptr<Backend> SimComm::create_subgroup(const GroupSpec& spec) {

@@ -17,11 +17,6 @@ namespace ranks::sim::detail {
 
 namespace {
 
-Context* running_context() {
-  auto* props = static_cast<RankProps*>(boost::fibers::context::active()->get_properties());
-  return props != nullptr && props->rank != nullptr ? &props->rank->context : nullptr;
-}
-
 size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1024 : 64 * 1024; }
 
 std::string format_duration(Nanos d) {
@@ -69,9 +64,10 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
 
 Engine::~Engine() = default;
 
-SimRank* Engine::running() {
-  auto* props = static_cast<RankProps*>(boost::fibers::context::active()->get_properties());
-  return props != nullptr ? props->rank : nullptr;
+void Engine::switching_to(boost::fibers::context* fiber, SimRank* rank) {
+  running_fiber_ = fiber;
+  running_ = rank;
+  running_context_ = rank != nullptr ? &rank->context : nullptr;
 }
 
 Report Engine::run(const std::function<void()>& body) {
@@ -81,8 +77,9 @@ Report Engine::run(const std::function<void()>& body) {
                                                         ? options_.stack_bytes
                                                         : default_stack_bytes(world_size));
   GroupRegistry registry(*this);
-  GroupSpec world_spec{"world", std::vector<int>(static_cast<size_t>(world_size)), -1};
-  std::iota(world_spec.global_ranks.begin(), world_spec.global_ranks.end(), 0);
+  auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
+  std::iota(everyone->begin(), everyone->end(), 0);
+  GroupSpec world_spec{"world", std::move(everyone), -1};
   std::shared_ptr<SimGroup> world = registry.get(world_spec);
 
   for (int r = 0; r < world_size; ++r) {
@@ -106,7 +103,7 @@ Report Engine::run(const std::function<void()>& body) {
     context.world = std::move(impl);
   }
 
-  auto previous_resolver = ranks::detail::set_context_resolver(&running_context);
+  auto previous_slot = ranks::detail::set_context_slot(&running_context_);
   boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed);
   {
     std::vector<boost::fibers::fiber> fibers;
@@ -135,7 +132,9 @@ Report Engine::run(const std::function<void()>& body) {
   // dispatcher next runs. Make it run now, while the stacks are still mapped.
   boost::this_fiber::sleep_for(std::chrono::nanoseconds(0));
   boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
-  ranks::detail::set_context_resolver(previous_resolver);
+  ranks::detail::set_context_slot(previous_slot);
+  running_context_ = nullptr;
+  running_ = nullptr;
 
   Report report = make_report();
   for (auto& rank : ranks_) rank->context.reset();  // drops the communicators before the groups
@@ -160,7 +159,7 @@ void Engine::block(SimRank& rank, BlockInfo info, Nanos deadline) {
   rank.state = RankState::Blocked;
   rank.block = info;
   rank.deadline = deadline;
-  rank.fiber = boost::fibers::context::active();
+  rank.fiber = running_fiber_;
   rank.fiber->suspend();
 }
 
@@ -315,6 +314,14 @@ Report Engine::make_report() const {
                      : kind == "crash"       ? Outcome::Crash
                                              : Outcome::Error;
     report.message = first_failure_->message;
+    // The library's own diagnoses (deadlock, timeout, mismatch) name their ranks; an exception
+    // from the body or a rejected argument does not say which global rank raised it.
+    if (report.outcome == Outcome::Error) {
+      report.message = fmt::format("rank {} failed: {}", first_failure_->rank, report.message);
+    }
+    // A failed run ends when it fails, as a real job is torn down then (NCCL's watchdog,
+    // torchrun): a straggler still sleeping past that point must not move the reported time.
+    report.virtual_time = first_failure_->time;
   } else {
     report.message = ranks_.size() == 1 ? std::string("the rank finished")
                                         : fmt::format("all {} ranks finished", ranks_.size());

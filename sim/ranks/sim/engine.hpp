@@ -74,7 +74,9 @@ class Engine final : public Clock {
 
   const Options& options() const { return options_; }
   SimRank& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
-  SimRank* running();  // the rank whose fiber is running, or null on the main fiber
+  SimRank* running() { return running_; }  // the running rank, or null on the main fiber
+  // The scheduler tells the engine which fiber it resumes next (rank null: not a rank's fiber).
+  void switching_to(boost::fibers::context* fiber, SimRank* rank);
   ranks::detail::Rng& schedule_rng() { return rng_; }
   Trace* trace() { return trace_.get(); }
 
@@ -108,6 +110,9 @@ class Engine final : public Clock {
   uint64_t event_order_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<std::unique_ptr<SimRank>> ranks_;
+  boost::fibers::context* running_fiber_ = nullptr;
+  SimRank* running_ = nullptr;
+  Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
   bool stuck_ = false;
   ranks::detail::Rng rng_;

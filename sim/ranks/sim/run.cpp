@@ -5,8 +5,8 @@
 namespace ranks::sim {
 
 Report run(const Options& options, const std::function<void()>& body) {
-  if (auto running = ranks::detail::set_context_resolver(nullptr)) {
-    ranks::detail::set_context_resolver(running);
+  if (auto running = ranks::detail::set_context_slot(nullptr)) {
+    ranks::detail::set_context_slot(running);
     throw InvalidArgument(
         "sim::run: a simulation is already running on this thread; simulations "
         "do not nest");

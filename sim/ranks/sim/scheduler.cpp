@@ -18,6 +18,7 @@ boost::fibers::context* Scheduler::pick_next() noexcept {
   }
   boost::fibers::context* next = ready_.front();
   ready_.pop_front();
+  engine_.switching_to(next, static_cast<RankProps*>(next->get_properties())->rank);
   return next;
 }
 

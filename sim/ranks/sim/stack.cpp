@@ -11,8 +11,9 @@
 namespace ranks::sim::detail {
 
 namespace {
-// Guard pages split the mapping into two kernel maps per stack; only affordable for small runs.
-constexpr size_t max_guarded_stacks = 8192;
+// Guard pages split the mapping into two kernel maps per stack and cost a system call each
+// (about 6 us per rank here): worth it for the small runs tests make, not at scale.
+constexpr size_t max_guarded_stacks = 64;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {

@@ -1,0 +1,119 @@
+// Simulator throughput: rank-operations per second for a barrier and an 8-byte all_reduce across
+// 1,024 to 16,384 simulated ranks (a rank-operation is one rank taking part in one collective),
+// and, with --memory N, peak memory per simulated rank.
+//
+//   build/tests/bench/sim_bench                       Google Benchmark table
+//   build/tests/bench/sim_bench --memory 100000       peak RSS per rank for 100,000 ranks
+//   build/tests/bench/sim_bench --smpi 1024 100       the SMPI anchor's workload (N ranks x K
+//                                                     all_reduces of 8 B), wall time
+
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ranks/ranks.hpp>
+#include <ranks/sim.hpp>
+
+namespace {
+
+constexpr int kOpsPerRank = 20;
+
+void run_or_die(int world_size, const std::function<void()>& body, bool move_data = true) {
+  ranks::sim::Options options;
+  options.world_size = world_size;
+  options.move_data = move_data;
+  auto report = ranks::sim::run(options, body);
+  if (report.outcome != ranks::sim::Outcome::Ok) {
+    std::fputs(report.to_text().c_str(), stderr);
+    std::exit(1);
+  }
+}
+
+// Times kOpsPerRank operations on every rank, excluding fiber start-up and teardown (measured on
+// their own by BM_StartAndJoin): rank 0 reads the real clock after a first barrier and after a
+// last one, and everything between is the ops of all ranks.
+template <class Op>
+void time_ops(benchmark::State& state, Op op) {
+  const int n = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    std::chrono::steady_clock::time_point start, stop;
+    run_or_die(n, [&] {
+      auto t = ranks::Tensor::of<double>({1.0});
+      ranks::barrier();
+      if (ranks::get_rank() == 0) start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kOpsPerRank; ++i) op(t);
+      ranks::barrier();
+      if (ranks::get_rank() == 0) stop = std::chrono::steady_clock::now();
+    });
+    state.SetIterationTime(std::chrono::duration<double>(stop - start).count());
+  }
+  const double rank_ops = static_cast<double>(state.iterations()) * n * (kOpsPerRank + 1);
+  state.counters["rank_ops_per_s"] = benchmark::Counter(rank_ops, benchmark::Counter::kIsRate);
+}
+
+void BM_Barrier(benchmark::State& state) {
+  time_ops(state, [](ranks::Tensor&) { ranks::barrier(); });
+}
+
+void BM_AllReduce8B(benchmark::State& state) {
+  time_ops(state, [](ranks::Tensor& t) { ranks::all_reduce(t); });
+}
+
+// Only the setup and teardown of N fibers, to separate it from per-op cost.
+void BM_StartAndJoin(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  for (auto _ : state) run_or_die(n, [] {});
+  state.counters["ranks_per_s"] = benchmark::Counter(static_cast<double>(state.iterations() * n),
+                                                     benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_Barrier)->Arg(1024)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllReduce8B)->Arg(1024)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_StartAndJoin)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+long peak_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+int memory_mode(int n) {
+  long before = peak_rss_kib();
+  run_or_die(n, [] {
+    auto t = ranks::Tensor::of<double>({1.0});
+    ranks::all_reduce(t);
+    ranks::barrier();
+  });
+  long after = peak_rss_kib();
+  std::printf("ranks=%d peak_rss_mib=%.1f bytes_per_rank=%.0f\n", n, after / 1024.0,
+              (after - before) * 1024.0 / n);
+  return 0;
+}
+
+int smpi_mode(int n, int k) {
+  auto start = std::chrono::steady_clock::now();
+  run_or_die(n, [k] {
+    auto t = ranks::Tensor::of<double>({1.0});
+    for (int i = 0; i < k; ++i) ranks::all_reduce(t);
+  });
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("ranks=%d allreduces=%d wall_s=%.4f rank_ops_per_s=%.3g\n", n, k, seconds,
+              static_cast<double>(n) * k / seconds);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--memory") == 0) return memory_mode(std::atoi(argv[2]));
+  if (argc == 4 && std::strcmp(argv[1], "--smpi") == 0) {
+    return smpi_mode(std::atoi(argv[2]), std::atoi(argv[3]));
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
