@@ -16,7 +16,13 @@ namespace ranks {
 
 namespace detail {
 
-void throw_dtype_mismatch(DType have, DType want) {
+void throw_dtype_mismatch(DType have, DType want, bool defined) {
+  if (!defined) {
+    throw InvalidArgument(
+        fmt::format("data<{}>() was asked of an undefined tensor (made by "
+                    "Tensor(); use empty/zeros/of/from)",
+                    dtype_name(want)));
+  }
   throw InvalidArgument(fmt::format("tensor holds {} but data<{}>() was asked for",
                                     dtype_name(have), dtype_name(want)));
 }

@@ -19,7 +19,7 @@ struct DLManagedTensor;
 namespace ranks {
 
 namespace detail {
-[[noreturn]] void throw_dtype_mismatch(DType have, DType want);
+[[noreturn]] void throw_dtype_mismatch(DType have, DType want, bool defined = true);
 [[noreturn]] void throw_not_scalar(int64_t numel);
 // The element count of shape; InvalidArgument for a negative dimension or a size in bytes (at
 // dtype's element size) that does not fit in int64_t.
@@ -110,7 +110,8 @@ class Tensor {
   static Tensor from_bytes(const void* src, size_t count, DType, std::vector<int64_t> shape,
                            Device);
   void check_dtype(DType want) const {
-    if (want != dtype_) detail::throw_dtype_mismatch(dtype_, want);
+    if (want != dtype_ || storage_ == nullptr)
+      detail::throw_dtype_mismatch(dtype_, want, defined());
   }
   void copy_to_host(void* dst) const;
 

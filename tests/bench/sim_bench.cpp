@@ -66,8 +66,8 @@ void BM_AllReduce8B(benchmark::State& state) {
 void BM_StartAndJoin(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   for (auto _ : state) run_or_die(n, [] {});
-  state.counters["ranks_per_s"] = benchmark::Counter(static_cast<double>(state.iterations() * n),
-                                                     benchmark::Counter::kIsRate);
+  state.counters["ranks_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate);
 }
 
 BENCHMARK(BM_Barrier)->Arg(1024)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);

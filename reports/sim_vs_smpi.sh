@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The simulator against SimGrid's SMPI on the same MPI_Allreduce loop, in one run, on this
+# machine: N ranks x ITERS all_reduces of 8 B, each simulator as one whole process under
+# /usr/bin/time. Needs the anchors harness (../shared/anchors by default) and libsimgrid-dev,
+# which this script installs (it is a benchmark-only dependency, not part of tools/setup.sh).
+#   reports/sim_vs_smpi.sh [ANCHORS_DIR]          writes reports/sim_vs_smpi.txt
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+anchors="$(cd "${1:-$root/../shared/anchors}" && pwd)"
+out="$root/reports/sim_vs_smpi.txt"
+
+command -v smpirun >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev time >/dev/null
+cmake --build "$root/build" --target ranks_cli allreduce_loop >/dev/null
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+cp -r "$anchors"/. "$scratch/anchors"
+make -C "$scratch/anchors" smpi >/dev/null
+
+seconds() { awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$1" |
+  awk -F: '{s=0; for (i=1;i<=NF;i++) s=s*60+$i; printf "%.3f", s}'; }
+rss_mib() { awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2/1024}' "$1"; }
+
+{
+  echo "# ranks sim vs SimGrid SMPI: N ranks x ITERS all_reduce(8 B float32, sum), whole process wall time"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -n)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)  git: $(git -C "$root" rev-parse --short HEAD)"
+  printf "%-6s %-6s %12s %12s %10s %12s %12s\n" N ITERS ranks_sim_s smpi_s speedup ranks_MiB smpi_MiB
+  for spec in "1024 100" "4096 10"; do
+    read -r n iters <<<"$spec"
+    /usr/bin/time -v -o "$scratch/ours.time" "$root/build/tools/ranks" sim -n "$n" -- \
+      "$root/build/tests/bench/allreduce_loop" --bytes 8 --iters "$iters" >/dev/null
+    "$scratch/anchors/smpi_run.sh" "$n" 8 "$iters" >"$scratch/smpi.line"
+    smpi_s=$(tr ' ' '\n' <"$scratch/smpi.line" | awk -F= '$1=="wall_s" {print $2}')
+    smpi_rss=$(tr ' ' '\n' <"$scratch/smpi.line" | awk -F= '$1=="maxrss_kib" {printf "%.1f", $2/1024}')
+    ours_s=$(seconds "$scratch/ours.time")
+    printf "%-6s %-6s %12s %12s %9.0fx %12s %12s\n" "$n" "$iters" "$ours_s" "$smpi_s" \
+      "$(echo "$smpi_s / $ours_s" | bc -l)" "$(rss_mib "$scratch/ours.time")" "$smpi_rss"
+  done
+} | tee "$out"
