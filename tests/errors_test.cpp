@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -394,8 +395,9 @@ TEST(Errors, UncaughtErrorFailsTheRunWithTheMessageInTheRow) {
   EXPECT_TRUE(Contains(row.error, "src 9 is out of range [0, 4)"));
   EXPECT_TRUE(Contains(row.error, site(line)));
   EXPECT_TRUE(Contains(report.message, "src 9 is out of range [0, 4)"));
-  EXPECT_TRUE(Contains(report.to_json(), "\"state\": \"failed\""));
-  EXPECT_TRUE(Contains(report.to_json(), "\"outcome\": \"error\""));
+  auto json = nlohmann::json::parse(report.to_json());
+  EXPECT_EQ(json["ranks"][2]["state"], "failed");
+  EXPECT_EQ(json["outcome"], "error");
 }
 
 TEST(Errors, UncaughtErrorOnEveryRank) {

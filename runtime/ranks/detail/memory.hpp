@@ -10,14 +10,18 @@
 
 namespace ranks::detail {
 
-// Alignment of every allocation: enough for AVX-512 loads and a whole cache line.
+// Alignment of allocations above kSmallAllocation bytes: enough for AVX-512 loads and a whole
+// cache line. Smaller ones share one allocation with their reference count and get malloc's
+// 16 bytes, which covers every dtype.
 inline constexpr size_t kAllocationAlignment = 64;
+inline constexpr size_t kSmallAllocation = 1024;
+inline constexpr size_t kSmallAllocationAlignment = 16;
 
 // InvalidArgument for a device no memory can live on: a cpu index other than 0, a negative cuda
 // index. Every function below checks its devices with it.
 void validate_device(Device device);
 
-// bytes of kAllocationAlignment-aligned memory on device, released when the last owner goes
+// bytes of aligned memory (see above) on device, released when the last owner goes
 // away. Zero bytes still returns a unique non-null pointer. Throws std::bad_alloc when memory
 // runs out.
 std::shared_ptr<void> allocate(Device device, size_t bytes);

@@ -129,8 +129,8 @@ void SimGroup::arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
 }
 
 void SimGroup::finish(uint64_t seq, Pending& pending) {
-  std::vector<const OpRequest*> requests;
-  requests.reserve(pending.arrivals.size());
+  std::vector<const OpRequest*>& requests = request_scratch_;
+  requests.clear();
   for (const Arrival& arrival : pending.arrivals) requests.push_back(&arrival.request);
   const OpRequest& first = *requests.front();
   std::exception_ptr error;
@@ -307,9 +307,15 @@ Work SimComm::submit(OpRequest&& request) {
   owner.block = work->info;
   Work handle(work);
   switch (request.kind) {
-    case OpKind::Send: group_->post_send(std::move(request), std::move(work)); break;
-    case OpKind::Recv: group_->post_recv(std::move(request), std::move(work)); break;
-    default: group_->arrive(std::move(request), std::move(work)); break;
+    case OpKind::Send:
+      group_->post_send(std::move(request), std::move(work));
+      break;
+    case OpKind::Recv:
+      group_->post_recv(std::move(request), std::move(work));
+      break;
+    default:
+      group_->arrive(std::move(request), std::move(work));
+      break;
   }
   return handle;
 }

@@ -37,7 +37,9 @@ class SimGroup {
   SimGroup(Engine& engine, GroupSpec spec);
   const std::string& name() const { return spec_.name; }
   int size() const { return spec_.size(); }
-  int global_rank(int group_rank) const { return (*spec_.members)[static_cast<size_t>(group_rank)]; }
+  int global_rank(int group_rank) const {
+    return (*spec_.members)[static_cast<size_t>(group_rank)];
+  }
 
   void arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work);  // a collective
   void post_send(OpRequest&& request, std::shared_ptr<SimWork>&& work);
@@ -83,6 +85,7 @@ class SimGroup {
   // Arrival vectors of finished collectives, kept for reuse: a collective on 16,384 ranks would
   // otherwise allocate (and fault in) a fresh multi-megabyte vector every time.
   std::vector<std::vector<Arrival>> spare_slots_;
+  std::vector<const OpRequest*> request_scratch_;  // reused: a fresh one per collective costs
   std::vector<Mailbox> mailboxes_;
 };
 

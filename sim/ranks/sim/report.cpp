@@ -64,24 +64,32 @@ std::string Report::to_text() const {
 }
 
 std::string Report::to_json() const {
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  for (const RankReport& row : ranks) {
-    nlohmann::ordered_json j = {{"rank", row.rank}, {"state", row.state}};
+  // Written by hand around nlohmann's dump() so that each rank is one line: a 10,000-rank report
+  // stays greppable and diffs line by line.
+  using json = nlohmann::ordered_json;
+  std::string out = "{\n";
+  auto field = [&](std::string_view key, const json& value) {
+    out += fmt::format("  {}: {},\n", json(key).dump(), value.dump());
+  };
+  field("outcome", outcome_name(outcome));
+  field("world_size", world_size);
+  field("seed", seed);
+  field("virtual_time_ns", virtual_time.count());
+  field("message", message);
+  out += "  \"ranks\": [";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankReport& row = ranks[i];
+    json j = {{"rank", row.rank}, {"state", row.state}};
     if (!row.op.empty()) j["op"] = row.op;
     if (!row.group.empty()) j["group"] = row.group;
     if (row.seq >= 0) j["seq"] = row.seq;
     if (!row.where.empty()) j["where"] = row.where;
     if (!row.error.empty()) j["error"] = row.error;
-    rows.push_back(std::move(j));
+    out += (i == 0 ? "\n    " : ",\n    ") + j.dump();
   }
-  nlohmann::ordered_json report = {{"outcome", outcome_name(outcome)},
-                                   {"world_size", world_size},
-                                   {"seed", seed},
-                                   {"virtual_time_ns", virtual_time.count()},
-                                   {"message", message},
-                                   {"ranks", std::move(rows)},
-                                   {"cycle", cycle}};
-  return report.dump(2) + "\n";
+  out += ranks.empty() ? "],\n" : "\n  ],\n";
+  out += fmt::format("  \"cycle\": {}\n}}\n", json(cycle).dump());
+  return out;
 }
 
 }  // namespace ranks::sim

@@ -1,0 +1,75 @@
+// The JSON report keeps shared/API.md's schema: its keys, their types and allowed values.
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "harness.hpp"
+
+namespace ranks::testing {
+namespace {
+
+void expect_schema(const sim::Report& report) {
+  auto json = nlohmann::ordered_json::parse(report.to_json());
+  std::vector<std::string> keys;
+  for (auto it = json.begin(); it != json.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"outcome", "world_size", "seed", "virtual_time_ns",
+                                            "message", "ranks", "cycle"}));
+  const std::set<std::string> outcomes = {"ok",          "deadlock", "timeout", "mismatch",
+                                          "unsupported", "crash",    "error"};
+  EXPECT_TRUE(outcomes.count(json["outcome"].get<std::string>()));
+  EXPECT_TRUE(json["world_size"].is_number_integer());
+  EXPECT_TRUE(json["seed"].is_number_unsigned());
+  EXPECT_TRUE(json["virtual_time_ns"].is_number_integer());
+  EXPECT_TRUE(json["message"].is_string());
+  ASSERT_TRUE(json["ranks"].is_array());
+  EXPECT_EQ(json["ranks"].size(), static_cast<size_t>(report.world_size));
+  const std::set<std::string> states = {"finished", "blocked", "failed", "crashed"};
+  const std::set<std::string> row_keys = {"rank", "state", "op", "group", "seq", "where", "error"};
+  for (size_t i = 0; i < json["ranks"].size(); ++i) {
+    const auto& row = json["ranks"][i];
+    EXPECT_EQ(row["rank"], static_cast<int>(i));
+    EXPECT_TRUE(states.count(row["state"].get<std::string>())) << row.dump();
+    for (auto it = row.begin(); it != row.end(); ++it) EXPECT_TRUE(row_keys.count(it.key()));
+    if (row.contains("seq")) {
+      EXPECT_TRUE(row["seq"].is_number_integer());
+    }
+  }
+  EXPECT_TRUE(json["cycle"].is_array());
+}
+
+TEST(Report, OkRunFollowsTheSchema) {
+  auto report = simulate(3, [] { barrier(); });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok);
+  expect_schema(report);
+}
+
+TEST(Report, DeadlockFollowsTheSchemaAndNamesTheCallSite) {
+  const int line = __LINE__ + 4;
+  auto report = simulate(4, [] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 3) return;  // never arrives
+    barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock);
+  expect_schema(report);
+  auto json = nlohmann::json::parse(report.to_json());
+  EXPECT_EQ(json["ranks"][0]["state"], "blocked");
+  EXPECT_EQ(json["ranks"][0]["op"], "barrier");
+  EXPECT_EQ(json["ranks"][0]["where"], "report_test.cpp:" + std::to_string(line));
+  EXPECT_EQ(json["ranks"][3]["state"], "finished");
+  EXPECT_NE(json["message"].get<std::string>().find("not arrived: rank 3"), std::string::npos)
+      << json["message"];
+}
+
+TEST(Report, TextReportGroupsIdenticalRanks) {
+  auto report = simulate(10, [] {
+    if (get_rank() == 9) return;
+    barrier();
+  });
+  std::string text = report.to_text();
+  EXPECT_NE(text.find("ranks 0-8"), std::string::npos) << text;
+  EXPECT_NE(text.find("rank 9"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ranks::testing
