@@ -17,11 +17,6 @@
 namespace ranks::testing {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
 std::string site(int line) { return fmt::format("errors_test.cpp:{}", line); }
 
 // Runs f, expects it to throw InvalidArgument, and returns the message ("" when it did not).

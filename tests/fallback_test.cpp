@@ -17,11 +17,6 @@
 namespace ranks::testing {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
 // Sets or unsets environment variables for one test and restores them afterwards.
 class EnvGuard {
  public:

@@ -15,11 +15,6 @@
 namespace ranks::testing {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
 std::vector<int> sorted(std::vector<int> v) {
   std::sort(v.begin(), v.end());
   return v;

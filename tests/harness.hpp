@@ -14,6 +14,12 @@
 
 namespace ranks::testing {
 
+// Whether text contains part, with the text in the failure message.
+inline ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
+}
+
 // Runs body on world_size simulated ranks and returns the report.
 inline sim::Report simulate(int world_size, const std::function<void()>& body,
                             sim::Options options = {}) {

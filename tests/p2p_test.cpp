@@ -12,12 +12,6 @@
 namespace ranks::testing {
 namespace {
 
-// Whether text contains part, with the text in the failure message.
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
 std::string site(int line) { return fmt::format("p2p_test.cpp:{}", line); }
 
 TEST(P2P, BlockingSendRecvReturnsTheSender) {

@@ -23,11 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
-}
-
 std::string site(int line) { return fmt::format("sim_engine_test.cpp:{}", line); }
 
 std::string read_file(const std::filesystem::path& path) {
