@@ -33,7 +33,10 @@ int main(int argc, char** argv) {
       correct += predict(sample) == label(sample) ? 1 : 0;
     }
 
-    auto gathered = ranks::gather(ranks::Tensor::from(predictions), 0);
+    // Communicate from the backend's device (a gpu for nccl), read results on the host.
+    const ranks::Device device = ranks::comm_device();
+    auto gathered = ranks::gather(ranks::Tensor::from(predictions).to(device), 0);
+    for (auto& part : gathered) part = part.to(ranks::Device::cpu());
     auto total_correct = ranks::Tensor::of<int64_t>({correct});
     ranks::all_reduce(total_correct);
 

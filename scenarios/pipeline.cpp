@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   return ranks::main(argc, argv, [] {
     const auto [rank, world] = ranks::get_dist_info();
     const int last = world - 1;
+    const ranks::Device device = ranks::comm_device();
     std::vector<ranks::Work> in_flight;
     std::vector<ranks::Tensor> outgoing;
 
@@ -48,29 +49,33 @@ int main(int argc, char** argv) {
     };
 
     for (int batch = 0; batch < kMicroBatches; ++batch) {
+      // A stage computes on the host and communicates from the backend's device (a gpu for nccl).
       ranks::Tensor activation = ranks::Tensor::empty({kWidth}, ranks::DType::Float32);
-      float* x = activation.data<float>();
       if (rank == 0) {
+        float* x = activation.data<float>();
         for (int i = 0; i < kWidth; ++i) x[i] = input_value(batch, i);
       } else {
-        ranks::recv(activation, rank - 1, {}, kActivationTag);
+        ranks::Tensor incoming = ranks::Tensor::empty({kWidth}, ranks::DType::Float32, device);
+        ranks::recv(incoming, rank - 1, {}, kActivationTag);
+        activation = incoming.to(ranks::Device::cpu());
       }
+      float* x = activation.data<float>();
       for (int i = 0; i < kWidth; ++i) x[i] = stage(rank, x[i]);
       if (world == 1) {
         check(batch, activation);
         continue;
       }
       bool last_stage = rank == last;
-      in_flight.push_back(ranks::isend(activation, last_stage ? 0 : rank + 1, {},
+      outgoing.push_back(activation.to(device));  // an isend's tensor must live until its wait()
+      in_flight.push_back(ranks::isend(outgoing.back(), last_stage ? 0 : rank + 1, {},
                                        last_stage ? kResultTag : kActivationTag));
-      outgoing.push_back(activation);  // an isend's tensor must live until its wait()
     }
     if (rank == 0 && world > 1) {
       for (int batch = 0; batch < kMicroBatches; ++batch) {
-        ranks::Tensor result = ranks::Tensor::empty({kWidth}, ranks::DType::Float32);
+        ranks::Tensor result = ranks::Tensor::empty({kWidth}, ranks::DType::Float32, device);
         int from = ranks::recv(result, ranks::any_source, {}, kResultTag);
         if (from != last) throw std::runtime_error("result came from rank " + std::to_string(from));
-        check(batch, result);
+        check(batch, result.to(ranks::Device::cpu()));
       }
     }
     for (auto& work : in_flight) work.wait();

@@ -224,7 +224,7 @@ TEST(FallbackSim, MasterOnlyRunsOnRankZeroOnly) {
 }
 
 TEST(FallbackSim, InitCallsInsideASimulatedRankAreAdopted) {
-  sim::Options options;
+  sim::Options options = default_options();
   options.backend = "gloo";
   run_ranks(
       3,
@@ -251,7 +251,7 @@ TEST(FallbackSim, InitCallsInsideASimulatedRankAreAdopted) {
 
 TEST(FallbackSim, LocalRanksWithFourRanksPerNode) {
   // 10 ranks, 4 per node: nodes {0-3}, {4-7}, {8, 9}.
-  sim::Options options;
+  sim::Options options = default_options();
   options.ranks_per_node = 4;
   std::vector<std::pair<int, int>> seen(10, {-1, -1});
   run_ranks(

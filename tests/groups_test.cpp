@@ -39,7 +39,7 @@ void check_group(const Group& g, const std::vector<int>& members, int rank) {
   EXPECT_EQ(g.size(), static_cast<int>(members.size()));
   EXPECT_EQ(g.global_ranks(), sorted(members));
   EXPECT_EQ(g.name(), expected_name(members));
-  EXPECT_EQ(g.backend(), "nccl");
+  EXPECT_EQ(g.backend(), default_options().backend);
   EXPECT_FALSE(g.is_default());
   if (pos >= 0) {
     EXPECT_EQ(get_rank(g), pos);

@@ -20,9 +20,17 @@ inline ::testing::AssertionResult Contains(const std::string& text, const std::s
   return ::testing::AssertionFailure() << "\"" << text << "\" does not contain \"" << part << "\"";
 }
 
+// The tests' simulator options: the mpi table, because it allows every op on cpu tensors (the
+// generic bodies test semantics; backend support matrices have their own tests).
+inline sim::Options default_options() {
+  sim::Options options;
+  options.backend = "mpi";
+  return options;
+}
+
 // Runs body on world_size simulated ranks and returns the report.
 inline sim::Report simulate(int world_size, const std::function<void()>& body,
-                            sim::Options options = {}) {
+                            sim::Options options = default_options()) {
   options.world_size = world_size;
   return sim::run(options, body);
 }
@@ -30,7 +38,7 @@ inline sim::Report simulate(int world_size, const std::function<void()>& body,
 // Runs body on world_size ranks and expects every rank to finish; gtest failures inside the body
 // are recorded against the running test as usual (all simulated ranks share this thread).
 inline void run_ranks(int world_size, const std::function<void()>& body,
-                      sim::Options options = {}) {
+                      sim::Options options = default_options()) {
   sim::Report report = simulate(world_size, body, std::move(options));
   EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
 }

@@ -135,7 +135,7 @@ TEST(P2P, MessagesFromOneSourceWithOneTagArriveInOrder) {
   for (uint64_t seed : {0, 1, 2, 3, 17}) {
     for (int from : {0, any_source}) {
       SCOPED_TRACE(fmt::format("seed {} source {}", seed, from));
-      sim::Options options;
+      sim::Options options = default_options();
       options.seed = seed;
       run_ranks(
           2,
@@ -218,15 +218,20 @@ TEST(P2P, EveryDtypeRoundTripsExactly) {
 }
 
 TEST(P2P, CudaTaggedTensorsTravelToo) {
-  run_ranks(2, [] {
-    if (get_rank() == 0) {
-      send(Tensor::of<float>({1.5f, -2.5f}, Device::cuda(0)), 1);
-    } else {
-      Tensor t = Tensor::zeros({2}, DType::Float32, Device::cuda(0));
-      recv(t, 0);
-      EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.5f}));
-    }
-  });
+  sim::Options nccl = default_options();
+  nccl.backend = "nccl";  // the backend whose send/recv take cuda tensors
+  run_ranks(
+      2,
+      [] {
+        if (get_rank() == 0) {
+          send(Tensor::of<float>({1.5f, -2.5f}, Device::cuda(0)), 1);
+        } else {
+          Tensor t = Tensor::zeros({2}, DType::Float32, Device::cuda(0));
+          recv(t, 0);
+          EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.5f}));
+        }
+      },
+      nccl);
 }
 
 TEST(P2P, SubGroupUsesGroupRanks) {

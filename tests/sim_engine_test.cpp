@@ -149,7 +149,7 @@ TEST(SimEngine, StragglerPastTheTimeoutIsATimeout) {
 }
 
 TEST(SimEngine, OptionsTimeoutApplies) {
-  sim::Options options;
+  sim::Options options = default_options();
   options.timeout = 5s;
   sim::Report report = simulate(
       3,
@@ -197,7 +197,7 @@ TEST(SimEngine, PerGroupTimeoutApplies) {
 }
 
 TEST(SimEngine, ARecvWhoseSenderIsLateTimesOutNamingThePeer) {
-  sim::Options options;
+  sim::Options options = default_options();
   options.timeout = 10s;
   int line = 0;
   sim::Report report = simulate(
@@ -359,7 +359,7 @@ TEST(SimEngine, SameRunGivesIdenticalTracesAndReports) {
   const auto dir = std::filesystem::path(::testing::TempDir());
   for (uint64_t seed : {0, 7}) {
     SCOPED_TRACE(fmt::format("seed {}", seed));
-    sim::Options a, b;
+    sim::Options a = default_options(), b = default_options();
     a.seed = b.seed = seed;
     a.trace = dir / fmt::format("ranks_sim_engine_trace_a_{}.json", seed);
     b.trace = dir / fmt::format("ranks_sim_engine_trace_b_{}.json", seed);
@@ -390,7 +390,7 @@ TEST(SimEngine, FailedRunsAreDeterministicToo) {
 // Ranks 1..3 each send their rank to rank 0, which receives three times from any_source.
 std::vector<int> receive_order(uint64_t seed) {
   std::vector<int> order;
-  sim::Options options;
+  sim::Options options = default_options();
   options.seed = seed;
   sim::Report report = simulate(
       4,
@@ -434,7 +434,7 @@ TEST(SimEngine, SeededRacesReplayAndExplore) {
 // --- shapes only, world size 1, failures, options ----------------------------------------------
 
 TEST(SimEngine, MoveDataFalseLeavesOutputsAlone) {
-  sim::Options options;
+  sim::Options options = default_options();
   options.move_data = false;
   const int n = 4;
   run_ranks(
@@ -471,7 +471,7 @@ TEST(SimEngine, MoveDataFalseLeavesOutputsAlone) {
 }
 
 TEST(SimEngine, MoveDataFalseStillFindsMismatches) {
-  sim::Options options;
+  sim::Options options = default_options();
   options.move_data = false;
   sim::Report report = simulate(
       2,
@@ -555,7 +555,7 @@ TEST(SimEngine, OptionsAreValidated) {
   timeout.timeout = 0ms;
   EXPECT_THROW(sim::run(timeout, body), InvalidArgument);
   for (const char* name : {"nccl", "gloo", "mpi"}) {
-    sim::Options ok;
+    sim::Options ok = default_options();
     ok.backend = name;
     ok.world_size = 2;
     EXPECT_EQ(sim::run(ok, body).outcome, sim::Outcome::Ok) << name;

@@ -23,11 +23,14 @@ class Clock {
   virtual std::chrono::nanoseconds now() = 0;
 };
 
+struct BackendCapabilities;
+
 namespace detail {
 
 struct GroupImpl {
   GroupSpec spec;
   std::string backend_name;
+  const BackendCapabilities* capabilities = nullptr;  // what dispatch lets through
   std::chrono::milliseconds timeout{0};
   std::unique_ptr<Backend> backend;  // null when this rank is not a member
   uint64_t next_collective_seq = 0;

@@ -109,6 +109,7 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
       GroupSpec{name, std::make_shared<const std::vector<int>>(global_ranks),
                 self == global_ranks.end() ? -1 : static_cast<int>(self - global_ranks.begin())};
   impl->backend_name = context.world->backend_name;
+  impl->capabilities = context.world->capabilities;
   impl->timeout = context.world->timeout;
   impl->backend = context.world->backend->create_subgroup(impl->spec);
   return Group(std::move(impl));

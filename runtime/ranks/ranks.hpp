@@ -1,6 +1,7 @@
 #pragma once
 // The whole public API of ranks. The simulator's programmatic interface is <ranks/sim.hpp>.
 
+#include "ranks/capabilities.hpp"
 #include "ranks/collectives.hpp"
 #include "ranks/device.hpp"
 #include "ranks/dtype.hpp"

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ranks/capabilities.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/group.hpp"
 
@@ -24,6 +25,11 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
 }
 
 Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
+  if (group.capabilities != nullptr) {
+    if (auto why = group.capabilities->why_unsupported(request)) {
+      throw Unsupported(fmt::format("{}: {}", Call{request.kind, &group, where}.describe(), *why));
+    }
+  }
   request.seq =
       is_point_to_point(request.kind) ? group.next_p2p_seq++ : group.next_collective_seq++;
   request.timeout = group.timeout;

@@ -7,6 +7,7 @@
 #include <boost/fiber/all.hpp>
 #include <numeric>
 
+#include "ranks/capabilities.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/sim/comm.hpp"
@@ -98,6 +99,7 @@ Report Engine::run(const std::function<void()>& body) {
     impl->spec = world_spec;
     impl->spec.rank = r;
     impl->backend_name = options_.backend;
+    impl->capabilities = &ranks::capabilities(options_.backend);
     impl->timeout = options_.timeout;
     impl->backend = std::make_unique<SimComm>(*this, registry, world, r, r);
     context.world = std::move(impl);

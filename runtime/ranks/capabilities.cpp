@@ -1,0 +1,178 @@
+#include "ranks/capabilities.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "ranks/context.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks {
+
+namespace {
+
+constexpr Support Y = Support::Yes;
+constexpr Support N = Support::No;
+constexpr Support S = Support::Staged;
+
+// Torch columns: the table in torch.distributed's documentation (seed 004 and today's docs).
+// Where a ranks column differs, the note says how and why.
+constexpr std::array nccl_ops = {
+    OpSupport{OpKind::Send, N, Y, N, Y, ""},
+    OpSupport{OpKind::Recv, N, Y, N, Y, ""},
+    OpSupport{OpKind::Broadcast, S, Y, N, Y, "cpu tensors go through the gpu and back (MMEngine)"},
+    OpSupport{OpKind::AllReduce, S, Y, N, Y, "cpu tensors go through the gpu and back (MMEngine)"},
+    OpSupport{OpKind::Reduce, N, Y, N, Y, ""},
+    OpSupport{OpKind::AllGather, S, Y, N, Y, "cpu tensors go through the gpu and back (MMEngine)"},
+    OpSupport{OpKind::Gather, N, Y, N, Y, "grouped send/recv"},
+    OpSupport{OpKind::Scatter, N, Y, N, Y, "grouped send/recv"},
+    OpSupport{OpKind::ReduceScatter, N, Y, N, Y, ""},
+    OpSupport{OpKind::AllToAll, N, Y, N, Y, "grouped send/recv"},
+    OpSupport{OpKind::Barrier, Y, Y, N, Y, "an all_reduce of one element on the gpu"},
+    OpSupport{OpKind::NewGroup, Y, Y, Y, Y, ""},
+};
+
+constexpr std::array gloo_ops = {
+    OpSupport{OpKind::Send, Y, N, Y, N, ""},
+    OpSupport{OpKind::Recv, Y, N, Y, N, ""},
+    OpSupport{OpKind::Broadcast, Y, S, Y, Y,
+              "cuda tensors go through host memory (Debian's gloo has no cuda)"},
+    OpSupport{OpKind::AllReduce, Y, S, Y, Y,
+              "cuda tensors go through host memory (Debian's gloo has no cuda)"},
+    OpSupport{OpKind::Reduce, Y, N, Y, N, ""},
+    OpSupport{OpKind::AllGather, Y, N, Y, N, ""},
+    OpSupport{OpKind::Gather, Y, N, Y, N, ""},
+    OpSupport{OpKind::Scatter, Y, N, Y, N, ""},
+    OpSupport{OpKind::ReduceScatter, N, N, N, N,
+              "gloo has no reduce_scatter; all_reduce and slice"},
+    OpSupport{OpKind::AllToAll, Y, N, N, N, "gloo::alltoall (torch's table predates it)"},
+    OpSupport{OpKind::Barrier, Y, Y, Y, N, "a barrier has no tensor, so no device"},
+    OpSupport{OpKind::NewGroup, Y, Y, Y, Y, ""},
+};
+
+constexpr std::array mpi_ops = {
+    OpSupport{OpKind::Send, Y, N, Y, N, "torch: cuda only with a cuda-aware MPI; Debian's is not"},
+    OpSupport{OpKind::Recv, Y, N, Y, N, "torch: cuda only with a cuda-aware MPI; Debian's is not"},
+    OpSupport{OpKind::Broadcast, Y, N, Y, N, ""},
+    OpSupport{OpKind::AllReduce, Y, N, Y, N, ""},
+    OpSupport{OpKind::Reduce, Y, N, Y, N, ""},
+    OpSupport{OpKind::AllGather, Y, N, Y, N, ""},
+    OpSupport{OpKind::Gather, Y, N, Y, N, ""},
+    OpSupport{OpKind::Scatter, Y, N, Y, N, ""},
+    OpSupport{OpKind::ReduceScatter, Y, N, N, N,
+              "MPI_Reduce_scatter_block (torch does not wire it)"},
+    OpSupport{OpKind::AllToAll, Y, N, Y, N, "MPI_Alltoallv"},
+    OpSupport{OpKind::Barrier, Y, Y, Y, N, "a barrier has no tensor, so no device"},
+    OpSupport{OpKind::NewGroup, Y, Y, Y, Y, ""},
+};
+
+constexpr std::array all_reduce_ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Product,
+                                       ReduceOp::Min, ReduceOp::Max,  ReduceOp::BAnd,
+                                       ReduceOp::BOr, ReduceOp::BXor};
+// NCCL has no bitwise reductions (torch raises for BAND/BOR/BXOR on nccl).
+constexpr std::array nccl_reduce_ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Product,
+                                        ReduceOp::Min, ReduceOp::Max};
+
+constexpr std::string_view torch_sources =
+    "torch.distributed docs, backends table (seed 004; docs 2.x for nccl send/recv/gather/scatter)";
+
+const BackendCapabilities nccl{"nccl", nccl_ops, nccl_reduce_ops, torch_sources};
+const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
+const BackendCapabilities mpi{"mpi", mpi_ops, all_reduce_ops, torch_sources};
+
+constexpr std::array<std::string_view, 3> names = {"nccl", "gloo", "mpi"};
+
+std::string_view mark(Support s) {
+  switch (s) {
+    case Support::Yes:
+      return "✓";
+    case Support::Staged:
+      return "✓ (staged)";
+    case Support::No:
+      return "✘";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const OpSupport* BackendCapabilities::find(OpKind op) const {
+  auto it = std::find_if(ops.begin(), ops.end(), [op](const OpSupport& s) { return s.op == op; });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> BackendCapabilities::why_unsupported(const OpRequest& request) const {
+  const OpSupport* row = find(request.kind);
+  if (row == nullptr) {
+    return fmt::format("the {} backend has no {}", backend, op_name(request.kind));
+  }
+  const Tensor* first = nullptr;
+  for (const auto* list : {&request.inputs, &request.outputs}) {
+    for (const Tensor& t : *list) {
+      if (first == nullptr) {
+        first = &t;
+      } else if (t.device().type != first->device().type) {
+        return fmt::format("its tensors are on different devices ({} and {})",
+                           first->device().str(), t.device().str());
+      }
+    }
+  }
+  if (first != nullptr) {
+    Support s = first->device().is_cuda() ? row->cuda : row->cpu;
+    if (s == Support::No) {
+      Support other = first->device().is_cuda() ? row->cpu : row->cuda;
+      return fmt::format("the {} backend does not support {} on {} tensors{}", backend,
+                         op_name(request.kind), first->device().is_cuda() ? "cuda" : "cpu",
+                         other != Support::No
+                             ? fmt::format("; move the tensor to {}",
+                                           first->device().is_cuda() ? "the cpu" : "a cuda device")
+                             : std::string(row->note.empty() ? "" : "; ") + std::string(row->note));
+    }
+  }
+  if (uses_reduce_op(request.kind) &&
+      std::find(reduce_ops.begin(), reduce_ops.end(), request.reduce_op) == reduce_ops.end()) {
+    return fmt::format("the {} backend has no '{}' reduction", backend,
+                       reduce_op_name(request.reduce_op));
+  }
+  return std::nullopt;
+}
+
+std::string BackendCapabilities::to_markdown() const {
+  std::string out = fmt::format("### {}\n\n", backend);
+  out += "| op | cpu | cuda | torch cpu | torch cuda | note |\n";
+  out += "| --- | --- | --- | --- | --- | --- |\n";
+  for (const OpSupport& s : ops) {
+    if (s.op == OpKind::NewGroup) continue;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", op_name(s.op), mark(s.cpu),
+                       mark(s.cuda), mark(s.torch_cpu), mark(s.torch_cuda), s.note);
+  }
+  std::string ops_list;
+  for (ReduceOp op : reduce_ops) {
+    ops_list += std::string(ops_list.empty() ? "" : ", ") + std::string(reduce_op_name(op));
+  }
+  out += fmt::format(
+      "\nreduce ops: {}. dtypes: all nine (bool, uint8, int8, int32, int64, "
+      "float16, bfloat16, float32, float64).\ntorch columns: {}.\n",
+      ops_list, sources);
+  return out;
+}
+
+const BackendCapabilities& capabilities(std::string_view backend) {
+  if (backend == "nccl") return nccl;
+  if (backend == "gloo") return gloo;
+  if (backend == "mpi") return mpi;
+  throw InvalidArgument(
+      fmt::format("unknown backend '{}'; the backends are nccl, gloo and mpi", backend));
+}
+
+std::span<const std::string_view> backend_names() { return names; }
+
+Device comm_device() {
+  const Context& context = current();
+  if (context.initialized && context.backend_name == "nccl")
+    return Device::cuda(context.local_rank);
+  return Device::cpu();
+}
+
+}  // namespace ranks

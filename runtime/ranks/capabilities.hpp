@@ -1,0 +1,56 @@
+#pragma once
+// What each backend supports, as data: op x device type, plus the reduce ops and dtypes it
+// accepts. The simulator enforces the table of the backend it emulates and the real backends
+// enforce their own, through the same check in dispatch, so a program that passes
+// `ranks sim --backend B` does not hit an unsupported op on real B.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ranks/device.hpp"
+#include "ranks/dtype.hpp"
+#include "ranks/op.hpp"
+#include "ranks/reduce_op.hpp"
+
+namespace ranks {
+
+enum class Support {
+  No,
+  Yes,
+  Staged,  // works through a copy to the backend's device and back (MMEngine's device rule)
+};
+
+struct OpSupport {
+  OpKind op;
+  Support cpu;
+  Support cuda;
+  Support torch_cpu;   // what torch.distributed documents for the same backend
+  Support torch_cuda;  // (where ranks does better or differs, the note says why)
+  std::string_view note;
+};
+
+struct BackendCapabilities {
+  std::string_view backend;
+  std::span<const OpSupport> ops;
+  std::span<const ReduceOp> reduce_ops;  // supported reduce ops (any dtype that has them)
+  std::string_view sources;              // where the torch columns come from
+
+  const OpSupport* find(OpKind) const;
+  // Empty when op/device/dtype/reduce op is supported; otherwise why not, with what to do.
+  std::optional<std::string> why_unsupported(const OpRequest& request) const;
+  std::string to_markdown() const;
+};
+
+// The table of "nccl", "gloo" or "mpi"; InvalidArgument for any other name.
+const BackendCapabilities& capabilities(std::string_view backend);
+std::span<const std::string_view> backend_names();  // {"nccl", "gloo", "mpi"}
+
+// MMEngine's get_comm_device(): the device a backend communicates from: cuda:<local rank> for
+// nccl, cpu otherwise (and when not distributed). Programs that run on every backend allocate
+// their communication buffers there.
+Device comm_device();
+
+}  // namespace ranks
