@@ -24,7 +24,8 @@ void expect_schema(const sim::Report& report) {
   ASSERT_TRUE(json["ranks"].is_array());
   EXPECT_EQ(json["ranks"].size(), static_cast<size_t>(report.world_size));
   const std::set<std::string> states = {"finished", "blocked", "failed", "crashed"};
-  const std::set<std::string> row_keys = {"rank", "state", "op", "group", "seq", "where", "error"};
+  const std::set<std::string> row_keys = {"rank",  "state", "op",    "group", "seq",
+                                          "where", "peer",  "dtype", "count", "error"};
   for (size_t i = 0; i < json["ranks"].size(); ++i) {
     const auto& row = json["ranks"][i];
     EXPECT_EQ(row["rank"], static_cast<int>(i));
@@ -57,7 +58,7 @@ TEST(Report, DeadlockFollowsTheSchemaAndNamesTheCallSite) {
   EXPECT_EQ(json["ranks"][0]["op"], "barrier");
   EXPECT_EQ(json["ranks"][0]["where"], "report_test.cpp:" + std::to_string(line));
   EXPECT_EQ(json["ranks"][3]["state"], "finished");
-  EXPECT_NE(json["message"].get<std::string>().find("not arrived: rank 3"), std::string::npos)
+  EXPECT_NE(json["message"].get<std::string>().find("missing: rank 3"), std::string::npos)
       << json["message"];
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 
 #include "ranks/backend.hpp"
@@ -68,6 +69,16 @@ class Context {
   std::map<std::string, int> group_names;
   detail::Rng rng;
   Clock* clock = nullptr;  // null: the real clock
+  // Ops this rank has dispatched, and the last one dispatch itself rejected (an unsupported op),
+  // so that reports can name the op a rank failed in even when no backend ever saw it.
+  uint64_t ops_dispatched = 0;
+  struct RejectedOp {
+    uint64_t number = 0;  // its ops_dispatched; 0: none
+    OpKind op = OpKind::Barrier;
+    std::string group;
+    int64_t seq = -1;
+    std::source_location where;
+  } rejected_op;
 
   // Resets to the non-distributed state.
   void reset();

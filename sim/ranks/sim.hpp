@@ -36,6 +36,9 @@ struct RankReport {
   int64_t seq = -1;
   std::string where;  // file.cpp:42
   std::string error;
+  std::optional<int> peer;  // the root, or the point-to-point peer (-1: any source)
+  std::string dtype;        // of the op's tensor, when it has one
+  int64_t count = -1;       // elements of the op's tensor, when it has one
 };
 
 struct Report {

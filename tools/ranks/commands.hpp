@@ -10,5 +10,6 @@ namespace ranks::cli {
 using Command = std::function<int()>;
 
 Command add_sim_command(CLI::App& app);
+Command add_matrix_command(CLI::App& app);
 
 }  // namespace ranks::cli

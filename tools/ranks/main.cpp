@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
       fmt::format("ranks {} (backends: sim{}{}{})", RANKS_VERSION, RANKS_HAS_GLOO ? ", gloo" : "",
                   RANKS_HAS_MPI ? ", mpi" : "", RANKS_HAS_NCCL ? ", nccl" : ""));
   ranks::cli::Command sim = ranks::cli::add_sim_command(app);
+  ranks::cli::Command matrix = ranks::cli::add_matrix_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("sim")) return sim();
+    if (app.got_subcommand("matrix")) return matrix();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ranks: error: %s\n", e.what());
     return 2;

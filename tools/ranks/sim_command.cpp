@@ -3,6 +3,7 @@
 // human report and writes the JSON one. If the program dies before it can, this command writes
 // the report for it, so a crash never goes unreported.
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ struct SimArgs {
   int ranks_per_node = 0;
   std::string backend = "nccl";
   uint64_t seed = 0;
+  std::string seeds;  // "A:B": run seeds A..B, stop at the first failing one
   double timeout_seconds = 1800;
   std::vector<std::string> faults;
   std::string trace;
@@ -43,8 +46,9 @@ std::string join(const std::vector<std::string>& items, char separator) {
   return out;
 }
 
-// Runs the program once with the simulator's variables set; returns its wait status.
-int run_program(const SimArgs& args, const std::string& report_path) {
+// Runs the program once with the simulator's variables set; returns its wait status. quiet:
+// its output goes to /dev/null (the seed sweep prints only the run it replays).
+int run_program(const SimArgs& args, const std::string& report_path, bool quiet = false) {
   std::vector<std::pair<std::string, std::string>> vars = {
       {"RANKS_SIM_WORLD_SIZE", std::to_string(args.world_size)},
       {"RANKS_SIM_RANKS_PER_NODE", std::to_string(args.ranks_per_node)},
@@ -59,6 +63,11 @@ int run_program(const SimArgs& args, const std::string& report_path) {
   pid_t child = fork();
   if (child < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (child == 0) {
+    if (quiet) {
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, STDOUT_FILENO);
+      dup2(null, STDERR_FILENO);
+    }
     for (const auto& [name, value] : vars) setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> argv;
     for (const auto& arg : args.program) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -99,7 +108,47 @@ std::string orphan_report(const SimArgs& args, int status) {
   return report.dump(2) + "\n";
 }
 
-int run_sim(const SimArgs& args) {
+int run_once(const SimArgs& args);
+
+// --seeds A:B: each seed is a different, reproducible interleaving. The first that fails is run
+// again with its output shown, which replays the identical failure.
+int run_seeds(SimArgs args) {
+  uint64_t first = 0, last = 0;
+  char colon = 0;
+  std::istringstream in(args.seeds);
+  if (!(in >> first >> colon >> last) || colon != ':' || !in.eof() || first == 0 || last < first) {
+    std::fprintf(stderr, "ranks sim: --seeds takes A:B with 1 <= A <= B, got '%s'\n",
+                 args.seeds.c_str());
+    return 2;
+  }
+  namespace fs = std::filesystem;
+  fs::path report = fs::temp_directory_path() / fmt::format("ranks-seeds-{}.json", getpid());
+  for (uint64_t seed = first; seed <= last; ++seed) {
+    args.seed = seed;
+    fs::remove(report);
+    run_program(args, report.string(), /*quiet=*/true);
+    std::string outcome = "crash";
+    if (fs::exists(report)) {
+      outcome = nlohmann::json::parse(std::ifstream(report))["outcome"].get<std::string>();
+    }
+    fs::remove(report);
+    if (outcome != "ok") {
+      std::printf("ranks sim: seed %llu of %llu:%llu gives outcome %s; replaying it\n",
+                  static_cast<unsigned long long>(seed), static_cast<unsigned long long>(first),
+                  static_cast<unsigned long long>(last), outcome.c_str());
+      return run_once(args);
+    }
+  }
+  std::printf("ranks sim: seeds %llu:%llu: all %llu runs ok\n",
+              static_cast<unsigned long long>(first), static_cast<unsigned long long>(last),
+              static_cast<unsigned long long>(last - first + 1));
+  args.seed = last;
+  return run_once(args);  // so that --report and --trace describe a run, as without --seeds
+}
+
+int run_sim(const SimArgs& args) { return args.seeds.empty() ? run_once(args) : run_seeds(args); }
+
+int run_once(const SimArgs& args) {
   namespace fs = std::filesystem;
   fs::path report_path = args.report;
   bool temporary = report_path.empty();
@@ -129,7 +178,10 @@ Command add_sim_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   sim->add_option("--backend", args->backend, "backend whose rules to emulate")
       ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
-  sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving");
+  auto* seed =
+      sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving");
+  sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")
+      ->excludes(seed);
   sim->add_option("--timeout", args->timeout_seconds, "per-op timeout in (virtual) seconds")
       ->check(CLI::PositiveNumber);
   sim->add_option("--fault", args->faults, "fault spec, e.g. crash:rank=1,op=3");

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/errors.hpp"
@@ -80,13 +82,30 @@ std::string list_ranks(const std::vector<int>& ranks) {
 
 }  // namespace
 
+namespace {
+BlockInfo describe_block(const OpRequest& request, const SimGroup& group) {
+  BlockInfo info{op_name(request.kind), &group.name(), static_cast<int64_t>(request.seq),
+                 request.where};
+  if (is_point_to_point(request.kind) || has_root(request.kind)) {
+    info.peer = request.root == any_source ? any_source : group.global_rank(request.root);
+  }
+  if (const Tensor* t = request.described_tensor()) {
+    info.count = t->numel();
+    info.dtype = t->dtype();
+  }
+  return info;
+}
+}  // namespace
+
 SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, const OpRequest& request, int rank_in_group)
     : engine(e),
       owner(o),
       group(g),
-      info{op_name(request.kind), &g.name(), static_cast<int64_t>(request.seq), request.where},
+      info(describe_block(request, g)),
       op(request.kind),
       group_rank(rank_in_group),
+      peer(is_point_to_point(request.kind) ? request.root : -1),
+      tag(request.tag),
       started(e.now()),
       timeout(request.timeout) {}
 
@@ -230,10 +249,11 @@ void SimGroup::match(Message& send, Message& recv) {
 
 void SimGroup::withdraw(const SimWork& work) {
   if (is_point_to_point(work.op)) {
-    for (Mailbox& box : mailboxes_) {
-      for (auto* queue : {&box.sends, &box.recvs}) {
-        std::erase_if(*queue, [&](const Message& m) { return m.work.get() == &work; });
-      }
+    // A send waits in its destination's mailbox, a receive in its own.
+    Mailbox& box =
+        mailboxes_[static_cast<size_t>(work.op == OpKind::Send ? work.peer : work.group_rank)];
+    for (auto* queue : {&box.sends, &box.recvs}) {
+      std::erase_if(*queue, [&](const Message& m) { return m.work.get() == &work; });
     }
     return;
   }
@@ -256,32 +276,47 @@ void SimGroup::withdraw(const SimWork& work) {
   }
 }
 
-std::string SimGroup::describe_missing(const SimWork& work) const {
-  if (work.op == OpKind::Recv || work.op == OpKind::Send) {
-    for (const Mailbox& box : mailboxes_) {
-      for (const auto* queue : {&box.sends, &box.recvs}) {
-        for (const Message& m : *queue) {
-          if (m.work.get() != &work) continue;
-          if (work.op == OpKind::Send) {
-            return fmt::format("rank {} has posted no matching recv (tag {})",
-                               global_rank(m.request.root), m.request.tag);
-          }
-          if (m.request.root == any_source) {
-            return fmt::format("no rank has sent a message with tag {}", m.request.tag);
-          }
-          return fmt::format("rank {} has sent no message with tag {}", global_rank(m.request.root),
-                             m.request.tag);
-        }
-      }
+std::vector<int> SimGroup::waiting_for(const SimWork& work) const {
+  if (is_point_to_point(work.op)) {
+    if (work.peer != any_source) return {global_rank(work.peer)};
+    std::vector<int> everyone_else;
+    for (int r = 0; r < size(); ++r) {
+      if (r != work.group_rank) everyone_else.push_back(global_rank(r));
     }
-    return {};
+    return everyone_else;
   }
-  auto it = pending_.find(static_cast<uint64_t>(work.info.seq));
-  if (it == pending_.end() || it->second.arrivals.empty()) return {};
   std::vector<int> missing;
+  auto it = pending_.find(static_cast<uint64_t>(work.info.seq));
+  if (it == pending_.end() || it->second.arrivals.empty()) return missing;
   for (size_t r = 0; r < it->second.arrivals.size(); ++r) {
     if (!it->second.arrivals[r].work) missing.push_back(global_rank(static_cast<int>(r)));
   }
+  return missing;
+}
+
+bool SimGroup::involves(const SimWork& work, int global) const {
+  const auto& members = spec_.global_ranks();
+  auto it = std::lower_bound(members.begin(), members.end(), global);
+  if (it == members.end() || *it != global) return false;
+  const int r = static_cast<int>(it - members.begin());
+  if (is_point_to_point(work.op)) return work.peer == r;
+  auto pending = pending_.find(static_cast<uint64_t>(work.info.seq));
+  return pending != pending_.end() && !pending->second.arrivals.empty() &&
+         !pending->second.arrivals[static_cast<size_t>(r)].work;
+}
+
+std::string SimGroup::describe_missing(const SimWork& work) const {
+  if (work.op == OpKind::Send) {
+    return fmt::format("rank {} has posted no matching recv (tag {})", global_rank(work.peer),
+                       work.tag);
+  }
+  if (work.op == OpKind::Recv) {
+    if (work.peer == any_source) {
+      return fmt::format("no rank has sent a message with tag {}", work.tag);
+    }
+    return fmt::format("rank {} has sent no message with tag {}", global_rank(work.peer), work.tag);
+  }
+  std::vector<int> missing = waiting_for(work);
   if (missing.empty()) return {};
   return fmt::format("{} of {} ranks arrived; not arrived: {} {}", size() - missing.size(), size(),
                      missing.size() == 1 ? "rank" : "ranks", list_ranks(missing));
@@ -305,6 +340,8 @@ Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::make_shared<SimWork>(engine_, owner, *group_, request, rank_);
   owner.block = work->info;
+  owner.block_dispatch_number = owner.context.ops_dispatched;
+  engine_.on_op_entered(owner, work->info);
   Work handle(work);
   switch (request.kind) {
     case OpKind::Send:

@@ -27,6 +27,8 @@ class SimWork final : public ranks::detail::WorkState {
   BlockInfo info;
   OpKind op;
   int group_rank;
+  int peer;  // point-to-point: the other side's group rank (or any_source); else -1
+  int tag;
   Nanos started;
   Nanos timeout;
 };
@@ -48,6 +50,10 @@ class SimGroup {
   void withdraw(const SimWork& work);
   // Who the work still waits for ("not arrived: ranks 2, 3"), for timeout and deadlock reports.
   std::string describe_missing(const SimWork& work) const;
+  // The global ranks the work waits for: the wait-for graph's edges.
+  std::vector<int> waiting_for(const SimWork& work) const;
+  // Whether the work cannot finish without global rank `global` (which has died).
+  bool involves(const SimWork& work, int global) const;
 
  private:
   struct Arrival {

@@ -20,6 +20,8 @@ namespace {
 
 size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1024 : 64 * 1024; }
 
+}  // namespace
+
 std::string format_duration(Nanos d) {
   auto ns = d.count();
   if (ns % 60'000'000'000 == 0 && ns != 0) return fmt::format("{} min", ns / 60'000'000'000);
@@ -27,8 +29,6 @@ std::string format_duration(Nanos d) {
   if (ns % 1'000'000 == 0 && ns != 0) return fmt::format("{} ms", ns / 1'000'000);
   return fmt::format("{} ns", ns);
 }
-
-}  // namespace
 
 Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
   if (options.world_size < 1) {
@@ -49,11 +49,12 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
     throw InvalidArgument(
         fmt::format("sim: backend '{}' is not one of nccl, gloo, mpi", options.backend));
   }
-  if (!options.faults.empty()) {
-    throw Unsupported(
-        fmt::format("sim: fault '{}' cannot be injected: fault injection is not "
-                    "implemented yet",
-                    options.faults.front()));
+  faults_ = parse_faults(options.faults, options.world_size);
+  peers_fail_fast_ = options.backend != "nccl";
+  for (const Fault& fault : faults_) {
+    if (fault.kind == Fault::Kind::CrashAtTime) {
+      events_.push(Event{fault.at, event_order_++, fault.rank, &fault});
+    }
   }
   if (options.trace) trace_ = std::make_unique<Trace>();
   ranks_.reserve(static_cast<size_t>(options.world_size));
@@ -118,6 +119,8 @@ Report Engine::run(const std::function<void()>& body) {
           rank->state = RankState::Finished;
         } catch (const boost::context::detail::forced_unwind&) {
           throw;
+        } catch (const CrashUnwind&) {
+          rank->state = RankState::Crashed;  // crash() has recorded why
         } catch (const Error& e) {
           record_failure(*rank, e.kind(), e.what());
         } catch (const std::exception& e) {
@@ -176,6 +179,13 @@ void Engine::wake(SimRank& rank) {
 
 void Engine::wait(SimRank& rank, SimWork& work) {
   while (!work.done) {
+    if (!dead_.empty() && peers_fail_fast_) {
+      for (int dead : dead_) {
+        if (!work.group.involves(work, dead)) continue;
+        work.group.withdraw(work);
+        std::rethrow_exception(dead_peer_error(rank, work, dead));
+      }
+    }
     if (stuck_) {
       work.group.withdraw(work);
       throw Deadlock(
@@ -205,13 +215,60 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
   if (work.owner.waiting_on == &work) wake(work.owner);
 }
 
+void Engine::on_op_entered(SimRank& rank, const BlockInfo& op) {
+  ++rank.ops_entered;
+  for (const Fault& fault : faults_) {
+    if (fault.rank != rank.rank || fault.op != rank.ops_entered) continue;
+    if (fault.kind == Fault::Kind::DelayAtOp) {
+      if (trace_) trace_->instant(rank.rank, "delay", now_, fault.spec);
+      sleep_for(fault.by);
+      rank.block = op;
+    } else if (fault.kind == Fault::Kind::CrashAtOp) {
+      crash(rank, fault,
+            fmt::format("entering its op {}, {} on group '{}' seq {} at {}", fault.op, op.op,
+                        op.group ? *op.group : "", op.seq, ranks::detail::where_str(op.where)));
+      throw CrashUnwind{};
+    }
+  }
+}
+
+void Engine::crash(SimRank& rank, const Fault& fault, const std::string& where) {
+  rank.state = RankState::Crashed;
+  rank.error_kind = "crash";
+  rank.error = fmt::format("rank {} crashed (fault '{}') {}, at virtual time {}", rank.rank,
+                           fault.spec, where, format_duration(now_));
+  if (!first_failure_) first_failure_ = Failure{now_, rank.rank, "crash", rank.error};
+  dead_.push_back(rank.rank);
+  if (trace_) trace_->instant(rank.rank, "crashed", now_, rank.error);
+  if (peers_fail_fast_) fail_waiters_on(rank.rank);
+}
+
+std::exception_ptr Engine::dead_peer_error(const SimRank& waiter, const SimWork& work,
+                                           int dead) const {
+  return std::make_exception_ptr(RankFailure(fmt::format(
+      "rank {} lost rank {} ({}) while in {} on group '{}' seq {} at {}; the {} backend reports a "
+      "dead peer at once",
+      waiter.rank, dead, ranks_[static_cast<size_t>(dead)]->error, work.info.op,
+      work.info.group ? *work.info.group : "", work.info.seq,
+      ranks::detail::where_str(work.info.where), options_.backend)));
+}
+
+void Engine::fail_waiters_on(int dead) {
+  for (auto& waiter : ranks_) {
+    if (waiter->state != RankState::Blocked || waiter->waiting_on == nullptr) continue;
+    if (!waiter->waiting_on->group.involves(*waiter->waiting_on, dead)) continue;
+    waiter->wake_error = dead_peer_error(*waiter, *waiter->waiting_on, dead);
+    wake(*waiter);
+  }
+}
+
 void Engine::sleep_for(Nanos duration) {
   SimRank* rank = running();
   if (rank == nullptr) throw InvalidArgument("sim: sleep_for called outside a simulated rank");
   if (duration.count() <= 0) return;
   if (stuck_) throw Deadlock(fmt::format("rank {} cannot sleep: the run is stuck", rank->rank));
   Nanos start = now_;
-  events_.push(Event{now_ + duration, event_order_++, rank->rank});
+  events_.push(Event{now_ + duration, event_order_++, rank->rank, nullptr});
   rank->waiting_on = nullptr;
   block(*rank, BlockInfo{"sleep_for", nullptr, -1, {}}, never);
   if (rank->wake_error) std::rethrow_exception(std::exchange(rank->wake_error, nullptr));
@@ -229,6 +286,12 @@ void Engine::on_idle() {
   // With no event pending nothing can ever change: every blocked rank would wait forever, and
   // reporting that as a deadlock beats reporting the timeouts it would eventually cause.
   if (next_event == never) {
+    // A dead peer under nccl is not a deadlock: the survivors' watchdogs time out.
+    if (!dead_.empty() && !peers_fail_fast_ && next_deadline != never) {
+      now_ = next_deadline;
+      fire_deadlines(now_);
+      return;
+    }
     declare_stuck();
     return;
   }
@@ -241,7 +304,16 @@ void Engine::on_idle() {
   while (!events_.empty() && events_.top().time == now_) {
     Event event = events_.top();
     events_.pop();
-    wake(rank(event.rank));
+    SimRank& target = rank(event.rank);
+    if (event.crash == nullptr) {
+      wake(target);
+    } else if (target.state == RankState::Blocked) {
+      crash(target, *event.crash,
+            fmt::format("while in {} at {}", target.block.op,
+                        ranks::detail::where_str(target.block.where)));
+      target.wake_error = std::make_exception_ptr(CrashUnwind{});
+      wake(target);
+    }
   }
 }
 
@@ -258,108 +330,6 @@ void Engine::fire_deadlines(Nanos time) {
                             waiting_for.empty() ? "" : "; ", waiting_for)));
     wake(*rank);
   }
-}
-
-void Engine::declare_stuck() {
-  std::vector<SimRank*> blocked;
-  for (auto& rank : ranks_) {
-    if (rank->state == RankState::Blocked) blocked.push_back(rank.get());
-  }
-  if (blocked.empty()) return;
-  stuck_ = true;
-  std::string summary;
-  for (SimRank* rank : blocked) {
-    summary +=
-        fmt::format("{}rank {} in {}", summary.empty() ? "" : "; ", rank->rank, rank->block.op);
-    if (rank->block.group)
-      summary += fmt::format(" on group '{}' seq {}", *rank->block.group, rank->block.seq);
-    summary += fmt::format(" at {}", ranks::detail::where_str(rank->block.where));
-    if (rank->waiting_on) {
-      std::string missing = rank->waiting_on->group.describe_missing(*rank->waiting_on);
-      if (!missing.empty()) summary += fmt::format(" ({})", missing);
-    }
-  }
-  std::exception_ptr error;
-  if (first_failure_) {
-    std::string message =
-        fmt::format("rank {} failed first ({}: {}); the ranks still waiting can never finish: {}",
-                    first_failure_->rank, first_failure_->kind, first_failure_->message, summary);
-    error = std::make_exception_ptr(RankFailure(message));
-  } else {
-    std::string message = fmt::format(
-        "deadlock at virtual time {}: no rank can make progress and no event is pending. {} of {} "
-        "ranks are blocked: {}",
-        format_duration(now_), blocked.size(), ranks_.size(), summary);
-    first_failure_ = Failure{now_, blocked.front()->rank, "deadlock", message};
-    error = std::make_exception_ptr(Deadlock(message));
-  }
-  for (SimRank* rank : blocked) {
-    rank->stopped_by_engine = true;
-    rank->error =
-        first_failure_->kind == "deadlock" ? "blocked forever" : "blocked on a failed rank";
-    rank->wake_error = error;
-    wake(*rank);
-  }
-}
-
-Report Engine::make_report() const {
-  Report report;
-  report.world_size = options_.world_size;
-  report.seed = options_.seed;
-  report.virtual_time = now_;
-  if (first_failure_) {
-    const std::string& kind = first_failure_->kind;
-    report.outcome = kind == "deadlock"      ? Outcome::Deadlock
-                     : kind == "timeout"     ? Outcome::Timeout
-                     : kind == "mismatch"    ? Outcome::Mismatch
-                     : kind == "unsupported" ? Outcome::Unsupported
-                     : kind == "crash"       ? Outcome::Crash
-                                             : Outcome::Error;
-    report.message = first_failure_->message;
-    // The library's own diagnoses (deadlock, timeout, mismatch) name their ranks; an exception
-    // from the body or a rejected argument does not say which global rank raised it.
-    if (report.outcome == Outcome::Error) {
-      report.message = fmt::format("rank {} failed: {}", first_failure_->rank, report.message);
-    }
-    // A failed run ends when it fails, as a real job is torn down then (NCCL's watchdog,
-    // torchrun): a straggler still sleeping past that point must not move the reported time.
-    report.virtual_time = first_failure_->time;
-  } else {
-    report.message = ranks_.size() == 1 ? std::string("the rank finished")
-                                        : fmt::format("all {} ranks finished", ranks_.size());
-  }
-  report.ranks.reserve(ranks_.size());
-  for (const auto& rank : ranks_) {
-    RankReport row;
-    row.rank = rank->rank;
-    switch (rank->state) {
-      case RankState::Finished:
-        row.state = "finished";
-        break;
-      case RankState::Failed:
-        row.state = "failed";
-        break;
-      case RankState::Crashed:
-        row.state = "crashed";
-        break;
-      case RankState::Runnable:
-        row.state = "running";
-        break;
-      case RankState::Blocked:
-      case RankState::Stuck:
-        row.state = "blocked";
-        break;
-    }
-    if (rank->state != RankState::Finished) {
-      row.op = std::string(rank->block.op);
-      if (rank->block.group) row.group = *rank->block.group;
-      row.seq = rank->block.seq;
-      if (rank->block.where.line() != 0) row.where = ranks::detail::where_str(rank->block.where);
-      row.error = rank->error;
-    }
-    report.ranks.push_back(std::move(row));
-  }
-  return report;
 }
 
 }  // namespace ranks::sim::detail

@@ -14,6 +14,7 @@
 
 #include "ranks/context.hpp"
 #include "ranks/sim.hpp"
+#include "ranks/sim/faults.hpp"
 #include "ranks/sim/trace.hpp"
 
 namespace boost::fibers {
@@ -30,12 +31,20 @@ class SimWork;
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
 enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 
+// "30 min", "2 s", "15 ms" or "123 ns": the largest unit that divides the duration.
+std::string format_duration(std::chrono::nanoseconds d);
+
+inline constexpr int no_peer = -2;  // BlockInfo::peer when the op has neither root nor peer
+
 // What a rank is blocked in, kept for reports.
 struct BlockInfo {
   std::string_view op;  // op_name(), or "sleep_for"
   const std::string* group = nullptr;
   int64_t seq = -1;
   std::source_location where;
+  int peer = no_peer;  // global rank of the root or point-to-point peer; -1: any source
+  int64_t count = -1;  // element count of the tensor that describes the op; -1: no tensor
+  DType dtype = DType::Float32;
 };
 
 struct SimRank {
@@ -48,6 +57,8 @@ struct SimRank {
   SimWork* waiting_on = nullptr;            // the work it is blocked on, if any
   std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
   bool stopped_by_engine = false;           // woken to unwind a stuck run
+  int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
+  uint64_t block_dispatch_number = 0;       // context.ops_dispatched when block was set
   std::string error_kind;
   std::string error;
 };
@@ -88,12 +99,15 @@ class Engine final : public Clock {
 
   // Called by the scheduler when no fiber is ready.
   void on_idle();
+  // Called as the running rank enters an op, before it is matched: where op=K faults strike.
+  void on_op_entered(SimRank& rank, const BlockInfo& op);
 
  private:
   struct Event {
     Nanos time;
     uint64_t order;
     int rank;
+    const Fault* crash;  // null: wake a sleeping rank; else crash the rank
     bool operator>(const Event& other) const {
       return time != other.time ? time > other.time : order > other.order;
     }
@@ -103,6 +117,15 @@ class Engine final : public Clock {
   void wake(SimRank& rank);
   void fire_deadlines(Nanos time);
   void declare_stuck();
+  void crash(SimRank& rank, const Fault& fault, const std::string& where);
+  // gloo and mpi notice a dead peer (closed connection, aborted job) and fail at once; nccl
+  // waits until its timeout.
+  void fail_waiters_on(int dead);
+  std::exception_ptr dead_peer_error(const SimRank& waiter, const SimWork& work, int dead) const;
+  // Diagnosis (diagnosis.cpp): the wait-for graph of blocked ranks, its first cycle, and the
+  // paragraph that says who waits for whom.
+  std::vector<int> find_cycle() const;
+  std::string describe_blocked(const std::vector<SimRank*>& blocked) const;
   Report make_report() const;
 
   Options options_;
@@ -115,6 +138,10 @@ class Engine final : public Clock {
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
   bool stuck_ = false;
+  std::vector<Fault> faults_;
+  std::vector<int> dead_;        // crashed ranks, in order
+  bool peers_fail_fast_ = true;  // see fail_waiters_on
+  std::vector<int> cycle_;       // found when the run got stuck
   ranks::detail::Rng rng_;
   std::unique_ptr<Trace> trace_;
 };

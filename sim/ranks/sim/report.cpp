@@ -30,12 +30,20 @@ namespace {
 
 bool same_row(const RankReport& a, const RankReport& b) {
   return a.state == b.state && a.op == b.op && a.group == b.group && a.seq == b.seq &&
-         a.where == b.where && a.error == b.error;
+         a.where == b.where && a.error == b.error && a.peer == b.peer && a.dtype == b.dtype &&
+         a.count == b.count;
 }
 
 std::string row_text(const RankReport& row) {
   std::string text = row.state;
   if (!row.op.empty()) text += fmt::format(" in {}", row.op);
+  if (row.peer) {
+    text += row.op == "send"   ? fmt::format(" to rank {}", *row.peer)
+            : row.op != "recv" ? fmt::format(" (root {})", *row.peer)
+            : *row.peer < 0    ? std::string(" from any source")
+                               : fmt::format(" from rank {}", *row.peer);
+  }
+  if (row.count >= 0) text += fmt::format(" [{} x {}]", row.count, row.dtype);
   if (!row.group.empty()) text += fmt::format(" on group '{}' seq {}", row.group, row.seq);
   if (!row.where.empty()) text += fmt::format(" at {}", row.where);
   if (!row.error.empty()) text += fmt::format(": {}", row.error);
@@ -59,7 +67,9 @@ std::string Report::to_text() const {
     text += fmt::format("  {:<12} {}\n", who, row_text(ranks[begin]));
     begin = end;
   }
-  if (!cycle.empty()) text += fmt::format("  wait-for cycle: {}\n", fmt::join(cycle, " -> "));
+  if (!cycle.empty()) {
+    text += fmt::format("  wait-for cycle: {} → {}\n", fmt::join(cycle, " → "), cycle.front());
+  }
   return text;
 }
 
@@ -84,6 +94,9 @@ std::string Report::to_json() const {
     if (!row.group.empty()) j["group"] = row.group;
     if (row.seq >= 0) j["seq"] = row.seq;
     if (!row.where.empty()) j["where"] = row.where;
+    if (row.peer) j["peer"] = *row.peer;
+    if (!row.dtype.empty()) j["dtype"] = row.dtype;
+    if (row.count >= 0) j["count"] = row.count;
     if (!row.error.empty()) j["error"] = row.error;
     out += (i == 0 ? "\n    " : ",\n    ") + j.dump();
   }

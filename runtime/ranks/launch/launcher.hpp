@@ -1,0 +1,25 @@
+#pragma once
+// Launcher detection: which launcher started this process, and what it says about the job.
+// Meant for init_dist() and infer_launcher() in runtime/ranks/init.cpp.
+
+#include <string>
+#include <string_view>
+
+#include "ranks/launch/env.hpp"
+#include "ranks/launch/launch_info.hpp"
+
+namespace ranks::launch {
+
+// MMEngine's precedence, first hit wins, presence only (an empty value counts):
+// WORLD_SIZE -> "pytorch", SLURM_NTASKS -> "slurm", OMPI_COMM_WORLD_LOCAL_RANK -> "mpi",
+// then, beyond MMEngine, PMI_RANK or PMI_SIZE (MPICH, Intel MPI) -> "mpi"; else "none".
+// So torchrun inside a SLURM allocation is "pytorch".
+std::string infer_launcher(const Env& env);
+
+// Reads and validates what `launcher` ("pytorch" | "slurm" | "mpi") exported; see
+// detail/readers.hpp for each launcher's variables. An unknown launcher, a missing required
+// variable or an invalid value is an InvalidArgument naming the variable, its value and what was
+// expected.
+LaunchInfo read_launch(std::string_view launcher, const Env& env);
+
+}  // namespace ranks::launch

@@ -1,0 +1,292 @@
+// What the engine says when a run cannot go on: the wait-for graph of the blocked ranks and its
+// first cycle, who is in each stuck collective and where the missing ranks are instead, and the
+// report rows. This runs once per failed run, never on the happy path.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "ranks/collectives.hpp"
+#include "ranks/detail/check.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/sim/comm.hpp"
+#include "ranks/sim/engine.hpp"
+
+namespace ranks::sim::detail {
+
+namespace {
+
+using ranks::detail::where_str;
+
+// Reports list this many blocked groups of ranks, then count the rest: a 10,000-rank deadlock
+// must stay a paragraph (every rank is still in the JSON rows).
+constexpr size_t kShownGroups = 12;
+constexpr size_t kShownMissing = 8;
+
+std::string rank_range(int first, int last) {
+  return first == last ? fmt::format("rank {}", first) : fmt::format("ranks {}-{}", first, last);
+}
+
+std::string peer_text(const BlockInfo& info) {
+  if (info.peer == no_peer) return {};
+  if (info.op == "send") return fmt::format(" to rank {}", info.peer);
+  if (info.op == "recv") {
+    return info.peer == any_source ? std::string(" from any source")
+                                   : fmt::format(" from rank {}", info.peer);
+  }
+  return fmt::format(" (root rank {})", info.peer);
+}
+
+std::string tensor_text(const BlockInfo& info) {
+  if (info.count < 0) return {};
+  return fmt::format(", {} x {}", info.count, dtype_name(info.dtype));
+}
+
+}  // namespace
+
+std::vector<int> Engine::find_cycle() const {
+  const int n = static_cast<int>(ranks_.size());
+  // Nodes: ranks, then one node per stuck collective (group, seq) that all its waiting members
+  // point to, so the graph stays O(ranks) however many ranks a collective misses.
+  std::vector<std::vector<int>> edges(static_cast<size_t>(n));
+  std::map<std::pair<const SimGroup*, int64_t>, int> collective_node;
+  auto blocked = [&](int r) { return ranks_[static_cast<size_t>(r)]->state == RankState::Blocked; };
+  auto keep_blocked = [&](std::vector<int> targets) {
+    std::erase_if(targets, [&](int r) { return !blocked(r); });
+    return targets;
+  };
+  for (int r = 0; r < n; ++r) {
+    const SimRank& rank = *ranks_[static_cast<size_t>(r)];
+    if (rank.state != RankState::Blocked || rank.waiting_on == nullptr) continue;
+    const SimWork& work = *rank.waiting_on;
+    if (is_point_to_point(work.op)) {
+      // An any-source receive waits for whoever sends first: no single edge to follow.
+      if (work.peer != any_source)
+        edges[static_cast<size_t>(r)] = keep_blocked(work.group.waiting_for(work));
+      continue;
+    }
+    auto [it, inserted] =
+        collective_node.try_emplace({&work.group, work.info.seq}, static_cast<int>(edges.size()));
+    if (inserted) edges.push_back(keep_blocked(work.group.waiting_for(work)));
+    edges[static_cast<size_t>(r)] = {it->second};
+  }
+  // Iterative DFS from each rank in order; a back edge closes a cycle.
+  enum : uint8_t { White, Grey, Black };
+  std::vector<uint8_t> colour(edges.size(), White);
+  std::vector<std::pair<int, size_t>> stack;  // node, next edge to try
+  for (int start = 0; start < n; ++start) {
+    if (colour[static_cast<size_t>(start)] != White) continue;
+    stack.assign(1, {start, 0});
+    colour[static_cast<size_t>(start)] = Grey;
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      const auto& out = edges[static_cast<size_t>(node)];
+      if (next == out.size()) {
+        colour[static_cast<size_t>(node)] = Black;
+        stack.pop_back();
+        continue;
+      }
+      int to = out[next++];
+      if (colour[static_cast<size_t>(to)] == White) {
+        colour[static_cast<size_t>(to)] = Grey;
+        stack.push_back({to, 0});
+      } else if (colour[static_cast<size_t>(to)] == Grey) {
+        std::vector<int> cycle;
+        auto from = std::find_if(stack.begin(), stack.end(),
+                                 [to](const auto& frame) { return frame.first == to; });
+        for (auto it = from; it != stack.end(); ++it) {
+          if (it->first < n) cycle.push_back(it->first);
+        }
+        std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+        return cycle;
+      }
+    }
+  }
+  return {};
+}
+
+std::string Engine::describe_blocked(const std::vector<SimRank*>& blocked) const {
+  std::string text;
+  size_t shown = 0;
+  for (size_t begin = 0; begin < blocked.size();) {
+    const SimRank& first = *blocked[begin];
+    const bool p2p = first.waiting_on != nullptr && is_point_to_point(first.waiting_on->op);
+    // Consecutive ranks stuck in the same collective read as one entry.
+    size_t end = begin + 1;
+    while (!p2p && end < blocked.size() && blocked[end]->rank == blocked[end - 1]->rank + 1 &&
+           blocked[end]->block.op == first.block.op &&
+           blocked[end]->block.group == first.block.group &&
+           blocked[end]->block.seq == first.block.seq &&
+           blocked[end]->block.where.line() == first.block.where.line()) {
+      ++end;
+    }
+    if (shown++ == kShownGroups) {
+      text += fmt::format("; and {} more blocked ranks (see the rows)", blocked.size() - begin);
+      break;
+    }
+    const BlockInfo& info = first.block;
+    text += fmt::format("{}{} in {}{}", text.empty() ? "" : "; ",
+                        rank_range(first.rank, blocked[end - 1]->rank), info.op, peer_text(info));
+    if (info.group) {
+      text += fmt::format(" on group '{}' {}seq {}", *info.group, p2p ? "p2p " : "", info.seq);
+    }
+    text += fmt::format("{} at {}", tensor_text(info), where_str(info.where));
+    if (first.waiting_on != nullptr) {
+      const SimWork& work = *first.waiting_on;
+      if (p2p) {
+        text += fmt::format(" ({})", work.group.describe_missing(work));
+      } else {
+        std::vector<int> missing = work.group.waiting_for(work);
+        text +=
+            fmt::format(" ({} of {} arrived", work.group.size() - static_cast<int>(missing.size()),
+                        work.group.size());
+        for (size_t k = 0; k < missing.size() && k < kShownMissing; ++k) {
+          const SimRank& m = *ranks_[static_cast<size_t>(missing[k])];
+          std::string instead;
+          switch (m.state) {
+            case RankState::Finished:
+              instead = "finished without calling it";
+              break;
+            case RankState::Crashed:
+              instead = "crashed";
+              break;
+            case RankState::Failed:
+              instead = "failed: " + m.error;
+              break;
+            default:
+              instead = fmt::format(
+                  "is in {}{} at {}", m.block.op,
+                  m.block.group ? fmt::format(" on group '{}' seq {}", *m.block.group, m.block.seq)
+                                : std::string{},
+                  where_str(m.block.where));
+          }
+          text += fmt::format("{} rank {} {}", k == 0 ? "; missing:" : ",", m.rank, instead);
+        }
+        if (missing.size() > kShownMissing) {
+          text += fmt::format(", and {} more", missing.size() - kShownMissing);
+        }
+        text += ")";
+      }
+    }
+    begin = end;
+  }
+  return text;
+}
+
+void Engine::declare_stuck() {
+  std::vector<SimRank*> blocked;
+  for (auto& rank : ranks_) {
+    if (rank->state == RankState::Blocked) blocked.push_back(rank.get());
+  }
+  if (blocked.empty()) return;
+  stuck_ = true;
+  std::string who = describe_blocked(blocked);
+  std::exception_ptr error;
+  if (first_failure_) {
+    std::string message =
+        fmt::format("rank {} failed first ({}: {}); the ranks still waiting can never finish: {}",
+                    first_failure_->rank, first_failure_->kind, first_failure_->message, who);
+    error = std::make_exception_ptr(RankFailure(message));
+  } else {
+    cycle_ = find_cycle();
+    std::string cycle_text;
+    if (!cycle_.empty()) {
+      cycle_text =
+          fmt::format(" wait-for cycle: {} → {}.", fmt::join(cycle_, " → "), cycle_.front());
+    }
+    std::string message = fmt::format(
+        "deadlock at virtual time {}: no rank can make progress and no event is pending.{} {} of "
+        "{} "
+        "ranks are blocked: {}",
+        format_duration(now_), cycle_text, blocked.size(), ranks_.size(), who);
+    first_failure_ = Failure{now_, blocked.front()->rank, "deadlock", message};
+    error = std::make_exception_ptr(Deadlock(message));
+  }
+  for (SimRank* rank : blocked) {
+    rank->stopped_by_engine = true;
+    rank->error =
+        first_failure_->kind == "deadlock" ? "blocked forever" : "blocked on a failed rank";
+    if (rank->waiting_on != nullptr) {
+      std::string missing = rank->waiting_on->group.describe_missing(*rank->waiting_on);
+      if (!missing.empty()) rank->error += ": " + missing;
+    }
+    rank->wake_error = error;
+    wake(*rank);
+  }
+}
+
+Report Engine::make_report() const {
+  Report report;
+  report.world_size = options_.world_size;
+  report.seed = options_.seed;
+  report.virtual_time = now_;
+  report.cycle = cycle_;
+  if (first_failure_) {
+    const std::string& kind = first_failure_->kind;
+    report.outcome = kind == "deadlock"      ? Outcome::Deadlock
+                     : kind == "timeout"     ? Outcome::Timeout
+                     : kind == "mismatch"    ? Outcome::Mismatch
+                     : kind == "unsupported" ? Outcome::Unsupported
+                     : kind == "crash"       ? Outcome::Crash
+                                             : Outcome::Error;
+    report.message = first_failure_->message;
+    // The library's own diagnoses name their ranks; an exception from the body or a rejected
+    // argument does not say which global rank raised it.
+    if (report.outcome == Outcome::Error) {
+      report.message = fmt::format("rank {} failed: {}", first_failure_->rank, report.message);
+    }
+    // A failed run ends when it fails, as a real job is torn down then (NCCL's watchdog,
+    // torchrun): a straggler still sleeping past that point must not move the reported time.
+    report.virtual_time = first_failure_->time;
+  } else {
+    report.message = ranks_.size() == 1 ? std::string("the rank finished")
+                                        : fmt::format("all {} ranks finished", ranks_.size());
+  }
+  report.ranks.reserve(ranks_.size());
+  for (const auto& rank : ranks_) {
+    RankReport row;
+    row.rank = rank->rank;
+    switch (rank->state) {
+      case RankState::Finished:
+        row.state = "finished";
+        break;
+      case RankState::Failed:
+        row.state = "failed";
+        break;
+      case RankState::Crashed:
+        row.state = "crashed";
+        break;
+      case RankState::Runnable:
+        row.state = "running";
+        break;
+      case RankState::Blocked:
+      case RankState::Stuck:
+        row.state = "blocked";
+        break;
+    }
+    if (rank->state != RankState::Finished) {
+      BlockInfo info = rank->block;
+      // Dispatch may have rejected the rank's last op before the simulator saw it.
+      const Context::RejectedOp& rejected = rank->context.rejected_op;
+      if (rank->state == RankState::Failed && rejected.number > rank->block_dispatch_number) {
+        info = BlockInfo{op_name(rejected.op), &rejected.group, rejected.seq, rejected.where};
+      }
+      row.op = std::string(info.op);
+      if (info.group) row.group = *info.group;
+      row.seq = info.seq;
+      if (info.where.line() != 0) row.where = where_str(info.where);
+      row.peer = info.peer == no_peer ? std::optional<int>{} : std::optional<int>{info.peer};
+      if (info.count >= 0) {
+        row.dtype = std::string(dtype_name(info.dtype));
+        row.count = info.count;
+      }
+      row.error = rank->error;
+    }
+    report.ranks.push_back(std::move(row));
+  }
+  return report;
+}
+
+}  // namespace ranks::sim::detail
