@@ -582,3 +582,33 @@ TEST(SimEngine, NestedRunThrows) {
 
 }  // namespace
 }  // namespace ranks::testing
+
+namespace ranks::testing {
+namespace {
+
+TEST(SimEngine, PerCallTimeoutOverridesTheGroupTimeout) {
+  // Rank 1 is 5 virtual minutes late; rank 0 gives this one call only a minute.
+  sim::Report report = simulate(2, [] {
+    Tensor t = Tensor::of<float>({1.0f});
+    if (get_rank() == 1) sleep_for(std::chrono::minutes(5));
+    Work work = all_reduce_async(t);
+    work.wait(std::chrono::minutes(1));
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Timeout) << report.to_text();
+  EXPECT_EQ(report.virtual_time, std::chrono::minutes(1));
+  EXPECT_TRUE(Contains(report.message, "rank 0 timed out after 1 min in all_reduce"));
+  EXPECT_TRUE(Contains(report.message, "not arrived: rank 1"));
+}
+
+TEST(SimEngine, PerCallTimeoutMustBePositive) {
+  sim::Report report = simulate(2, [] {
+    Tensor t = Tensor::of<float>({1.0f});
+    Work work = all_reduce_async(t);
+    EXPECT_THROW(work.wait(std::chrono::milliseconds(0)), InvalidArgument);
+    work.wait();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+}
+
+}  // namespace
+}  // namespace ranks::testing

@@ -9,12 +9,9 @@
 #include "ranks/config.hpp"
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
+#include "ranks/launch/launcher.hpp"
 
 namespace ranks {
-
-namespace {
-bool has_env(const char* name) { return std::getenv(name) != nullptr; }
-}  // namespace
 
 void init_process_group(const InitOptions& options) {
   Context& context = current();
@@ -39,12 +36,7 @@ void init_dist(std::string_view launcher, std::string_view backend, InitOptions 
   init_process_group(options);
 }
 
-std::string infer_launcher() {
-  if (has_env("WORLD_SIZE")) return "pytorch";
-  if (has_env("SLURM_NTASKS")) return "slurm";
-  if (has_env("OMPI_COMM_WORLD_LOCAL_RANK")) return "mpi";
-  return "none";
-}
+std::string infer_launcher() { return launch::infer_launcher(launch::Env::process()); }
 
 void destroy_process_group() { current().reset(); }
 

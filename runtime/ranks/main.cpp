@@ -63,10 +63,7 @@ int run_simulated(const std::function<void()>& body) {
   return report.outcome == sim::Outcome::Ok ? 0 : 1;
 }
 
-bool launched_for_real() {
-  return env("RANKS_LAUNCHED") || env("WORLD_SIZE") || env("SLURM_PROCID") ||
-         env("OMPI_COMM_WORLD_RANK") || env("PMI_RANK");
-}
+bool launched_for_real() { return infer_launcher() != "none"; }
 
 }  // namespace
 
@@ -77,8 +74,7 @@ int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
       InitOptions options;
       if (const char* backend = env("RANKS_BACKEND")) options.backend = backend;
       options.timeout = std::chrono::seconds(env_number("RANKS_TIMEOUT", 1800));
-      init_dist(infer_launcher() == "none" ? "pytorch" : infer_launcher(), options.backend,
-                options);
+      init_dist(infer_launcher(), options.backend, options);
     }
     body();
     return 0;

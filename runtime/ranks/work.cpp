@@ -1,10 +1,25 @@
 #include "ranks/work.hpp"
 
+#include <string>
+
+#include "ranks/errors.hpp"
+
 namespace ranks {
 
 void Work::wait() {
   if (!state_) return;
   if (!state_->done) state_->block();
+  if (state_->error) std::rethrow_exception(state_->error);
+  if (state_->on_completion) std::exchange(state_->on_completion, nullptr)();
+}
+
+void Work::wait(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) {
+    throw InvalidArgument("Work::wait: the timeout must be positive, got " +
+                          std::to_string(timeout.count()) + " ms");
+  }
+  if (!state_) return;
+  if (!state_->done) state_->block_for(timeout);
   if (state_->error) std::rethrow_exception(state_->error);
   if (state_->on_completion) std::exchange(state_->on_completion, nullptr)();
 }

@@ -2,6 +2,7 @@
 // The handle of an operation in flight. Every collective and point-to-point call has an
 // asynchronous form that returns one; the blocking form is the asynchronous form plus wait().
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -14,8 +15,10 @@ namespace detail {
 class WorkState {
  public:
   virtual ~WorkState() = default;
-  // Blocks the calling rank until the operation has finished or failed (never throws).
+  // Blocks the calling rank until the operation has finished or failed (never throws); the
+  // deadline is the group's timeout, or `timeout` for block_for.
   virtual void block() = 0;
+  virtual void block_for(std::chrono::milliseconds timeout) = 0;
 
   bool done = false;
   std::exception_ptr error;
@@ -28,6 +31,7 @@ class CompletedWork final : public WorkState {
  public:
   CompletedWork() { done = true; }
   void block() override {}
+  void block_for(std::chrono::milliseconds) override {}
 };
 }  // namespace detail
 
@@ -37,6 +41,8 @@ class Work {
   explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
 
   void wait();  // rethrows the operation's error
+  // As wait(), with this call's own deadline instead of the group's (torch's work.wait(timeout)).
+  void wait(std::chrono::milliseconds timeout);
   bool is_completed() const;
   std::exception_ptr exception() const;
   int source_rank() const;  // for irecv: the rank (within the group) that sent the message

@@ -4,6 +4,7 @@
 //
 //   build/tests/bench/sim_bench                       Google Benchmark table
 //   build/tests/bench/sim_bench --memory 100000       peak RSS per rank for 100,000 ranks
+//   build/tests/bench/sim_bench --deadlock 10000      wall time to diagnose a 10,000-rank deadlock
 //   build/tests/bench/sim_bench --smpi 1024 100       the SMPI anchor's workload (N ranks x K
 //                                                     all_reduces of 8 B), wall time
 
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <ranks/ranks.hpp>
 #include <ranks/sim.hpp>
+#include <string>
 
 namespace {
 
@@ -93,6 +95,24 @@ int memory_mode(int n) {
   return 0;
 }
 
+// A deadlock across n ranks (rank 0 returns, everyone else waits in a barrier): the wall time of
+// the whole run, diagnosis and report included.
+int deadlock_mode(int n) {
+  auto start = std::chrono::steady_clock::now();
+  ranks::sim::Options options;
+  options.world_size = n;
+  auto report = ranks::sim::run(options, [] {
+    if (ranks::get_rank() == 0) return;
+    ranks::barrier();
+  });
+  std::string json = report.to_json();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("ranks=%d outcome=%s wall_s=%.3f message_bytes=%zu json_bytes=%zu\n", n,
+              std::string(ranks::sim::outcome_name(report.outcome)).c_str(), seconds,
+              report.message.size(), json.size());
+  return report.outcome == ranks::sim::Outcome::Deadlock ? 0 : 1;
+}
+
 int smpi_mode(int n, int k) {
   auto start = std::chrono::steady_clock::now();
   run_or_die(n, [k] {
@@ -109,6 +129,8 @@ int smpi_mode(int n, int k) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--memory") == 0) return memory_mode(std::atoi(argv[2]));
+  if (argc == 3 && std::strcmp(argv[1], "--deadlock") == 0)
+    return deadlock_mode(std::atoi(argv[2]));
   if (argc == 4 && std::strcmp(argv[1], "--smpi") == 0) {
     return smpi_mode(std::atoi(argv[2]), std::atoi(argv[3]));
   }

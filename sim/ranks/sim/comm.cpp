@@ -266,8 +266,12 @@ void SimGroup::withdraw(const SimWork& work) {
   mine = Arrival{};
   --pending.arrived;
   if (pending.first == work.group_rank) {
+    // Any remaining arrival can be the reference. Searching on from the withdrawn one keeps a
+    // stuck run's unwinding (ranks leave in order) linear rather than quadratic.
+    const size_t n = pending.arrivals.size();
     pending.first = -1;
-    for (size_t r = 0; r < pending.arrivals.size(); ++r) {
+    for (size_t k = 1; k < n && pending.arrived > 0; ++k) {
+      size_t r = (static_cast<size_t>(work.group_rank) + k) % n;
       if (pending.arrivals[r].work) {
         pending.first = static_cast<int>(r);
         break;

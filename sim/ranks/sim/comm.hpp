@@ -20,6 +20,10 @@ class SimWork final : public ranks::detail::WorkState {
   SimWork(Engine& engine, SimRank& owner, SimGroup& group, const OpRequest& request,
           int group_rank);
   void block() override { engine.wait(owner, *this); }
+  void block_for(std::chrono::milliseconds call_timeout) override {
+    timeout = call_timeout;  // this call's deadline, not the group's
+    engine.wait(owner, *this);
+  }
 
   Engine& engine;
   SimRank& owner;

@@ -204,14 +204,27 @@ void Engine::declare_stuck() {
     first_failure_ = Failure{now_, blocked.front()->rank, "deadlock", message};
     error = std::make_exception_ptr(Deadlock(message));
   }
+  // Ranks stuck in one collective share its description: computing it per rank would cost
+  // O(ranks^2) on a 100,000-rank deadlock.
+  std::map<std::pair<const SimGroup*, int64_t>, std::string> collective_missing;
   for (SimRank* rank : blocked) {
     rank->stopped_by_engine = true;
     rank->error =
         first_failure_->kind == "deadlock" ? "blocked forever" : "blocked on a failed rank";
-    if (rank->waiting_on != nullptr) {
-      std::string missing = rank->waiting_on->group.describe_missing(*rank->waiting_on);
+    if (const SimWork* work = rank->waiting_on) {
+      std::string missing;
+      if (is_point_to_point(work->op)) {
+        missing = work->group.describe_missing(*work);
+      } else {
+        auto [it, inserted] = collective_missing.try_emplace({&work->group, work->info.seq});
+        if (inserted) it->second = work->group.describe_missing(*work);
+        missing = it->second;
+      }
       if (!missing.empty()) rank->error += ": " + missing;
     }
+    if (trace_)
+      trace_->instant(rank->rank, first_failure_->kind == "deadlock" ? "deadlock" : "stuck", now_,
+                      rank->error);
     rank->wake_error = error;
     wake(*rank);
   }
