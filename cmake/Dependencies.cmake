@@ -8,8 +8,3 @@ find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 endif()
-
-# Real backends arrive with their issues; until then the generated config says they are absent.
-foreach(backend GLOO MPI NCCL)
-  set(RANKS_HAS_${backend} 0)
-endforeach()

@@ -9,8 +9,11 @@ install(TARGETS ranks EXPORT ranksTargets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 foreach(dir runtime/ranks sim/ranks)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks
-          FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE PATTERN "backends" EXCLUDE)
 endforeach()
+# Of the backends only the registry is public; their own headers include <mpi.h>, <gloo/...>.
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/ranks/backends/registry.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks/backends)
 install(FILES ${PROJECT_BINARY_DIR}/generated/ranks/config.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks)
 install(EXPORT ranksTargets NAMESPACE ranks:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ranks)

@@ -29,18 +29,36 @@ std::vector<int> roots_for(int n) {
 }
 
 struct Case {
+  std::string backend;  // "sim", or a real backend run as one process per rank
   int world_size;
   DType dtype;
 };
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return fmt::format("n{}_{}", info.param.world_size, dtype_name(info.param.dtype));
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.backend << " n=" << c.world_size << " " << dtype_name(c.dtype);
 }
 
+// Whether the backend runs op on cpu tensors (the simulator's test table, mpi's, runs all).
+bool runs(const std::string& backend, OpKind op) {
+  if (backend == "sim") return true;
+  const OpSupport* row = capabilities(backend).find(op);
+  return row != nullptr && row->cpu != Support::No;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return fmt::format("{}_n{}_{}", info.param.backend, info.param.world_size,
+                     dtype_name(info.param.dtype));
+}
+
+// Every world size in the simulator; 2, 3 and 4 processes on each real backend built.
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (int n : kWorldSizes) {
-    for (DType d : all_dtypes) cases.push_back({n, d});
+  for (const std::string& backend : test_backends()) {
+    for (int n : kWorldSizes) {
+      if (backend != "sim" && n > 4) continue;
+      if (backend != "sim" && n < 2) continue;
+      for (DType d : all_dtypes) cases.push_back({backend, n, d});
+    }
   }
   return cases;
 }
@@ -48,12 +66,12 @@ std::vector<Case> all_cases() {
 class Collectives : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Collectives, AllReduceEveryOpAndCount) {
-  const auto [n, dtype] = GetParam();
+  const auto& [backend, n, dtype] = GetParam();
   for (ReduceOp op : kOps) {
     if (!reduce_op_supports(op, dtype)) continue;
     for (int64_t count : kCounts) {
       SCOPED_TRACE(fmt::format("op {} count {}", reduce_op_name(op), count));
-      run_ranks(n, [&, op = op, count = count] {
+      run_on(backend, n, [&, op = op, count = count] {
         int rank = get_rank();
         Tensor t = make_tensor(dtype, count, [&](int64_t i) { return reduce_input(op, rank, i); });
         all_reduce(t, op);
@@ -71,11 +89,11 @@ TEST_P(Collectives, AllReduceEveryOpAndCount) {
 }
 
 TEST_P(Collectives, ReduceToEveryRoot) {
-  const auto [n, dtype] = GetParam();
+  const auto& [backend, n, dtype] = GetParam();
   for (int root : roots_for(n)) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Mean}) {
       SCOPED_TRACE(fmt::format("root {} op {}", root, reduce_op_name(op)));
-      run_ranks(n, [&, root = root, op = op] {
+      run_on(backend, n, [&, root = root, op = op] {
         int rank = get_rank();
         const int64_t count = 17;
         Tensor t = make_tensor(dtype, count, [&](int64_t i) { return reduce_input(op, rank, i); });
@@ -97,11 +115,11 @@ TEST_P(Collectives, ReduceToEveryRoot) {
 }
 
 TEST_P(Collectives, BroadcastFromEveryRoot) {
-  const auto [n, dtype] = GetParam();
+  const auto& [backend, n, dtype] = GetParam();
   for (int root : roots_for(n)) {
     for (int64_t count : kCounts) {
       SCOPED_TRACE(fmt::format("root {} count {}", root, count));
-      run_ranks(n, [&, root = root, count = count] {
+      run_on(backend, n, [&, root = root, count = count] {
         int rank = get_rank();
         Tensor t = make_tensor(dtype, count, [&](int64_t i) { return small_value(rank, i); });
         broadcast(t, root);
@@ -115,11 +133,11 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
 }
 
 TEST_P(Collectives, AllGatherAndGather) {
-  const auto [n, dtype] = GetParam();
+  const auto& [backend, n, dtype] = GetParam();
   for (int64_t count : kCounts) {
     for (int root : roots_for(n)) {
       SCOPED_TRACE(fmt::format("count {} root {}", count, root));
-      run_ranks(n, [&, count = count, root = root] {
+      run_on(backend, n, [&, count = count, root = root] {
         int rank = get_rank();
         Tensor mine = make_tensor(dtype, count, [&](int64_t i) { return small_value(rank, i); });
         auto everyone = all_gather(mine);
@@ -143,10 +161,10 @@ TEST_P(Collectives, AllGatherAndGather) {
 }
 
 TEST_P(Collectives, ScatterFromEveryRoot) {
-  const auto [n, dtype] = GetParam();
+  const auto& [backend, n, dtype] = GetParam();
   for (int root : roots_for(n)) {
     SCOPED_TRACE(fmt::format("root {}", root));
-    run_ranks(n, [&, root = root] {
+    run_on(backend, n, [&, root = root] {
       int rank = get_rank();
       const int64_t count = 5;
       std::vector<Tensor> pieces;
@@ -167,11 +185,12 @@ TEST_P(Collectives, ScatterFromEveryRoot) {
 }
 
 TEST_P(Collectives, ReduceScatterEveryOp) {
-  const auto [n, dtype] = GetParam();
+  const auto& [backend, n, dtype] = GetParam();
+  if (!runs(backend, OpKind::ReduceScatter)) GTEST_SKIP() << backend << " has no reduce_scatter";
   for (ReduceOp op : kOps) {
     if (!reduce_op_supports(op, dtype)) continue;
     SCOPED_TRACE(fmt::format("op {}", reduce_op_name(op)));
-    run_ranks(n, [&, op = op] {
+    run_on(backend, n, [&, op = op] {
       int rank = get_rank();
       const int64_t count = 3;
       // Rank r's piece for rank j holds reduce_input(op, r, j * count + i).
@@ -193,8 +212,8 @@ TEST_P(Collectives, ReduceScatterEveryOp) {
 }
 
 TEST_P(Collectives, AllToAllWithUnevenPieces) {
-  const auto [n, dtype] = GetParam();
-  run_ranks(n, [&] {
+  const auto& [backend, n, dtype] = GetParam();
+  run_on(backend, n, [&] {
     int rank = get_rank();
     // Rank r sends (r + j) % 3 elements to rank j, valued small_value(r * n + j, i).
     auto piece = [&](int from, int to) { return static_cast<int64_t>((from + to) % 3); };
@@ -214,7 +233,7 @@ TEST_P(Collectives, AllToAllWithUnevenPieces) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Sim, Collectives, ::testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(All, Collectives, ::testing::ValuesIn(all_cases()), case_name);
 
 TEST(CollectivesLarge, AllReduceOfALargeOddTensor) {
   for (int n : {2, 7}) {

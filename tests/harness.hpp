@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "processes.hpp"
 #include "ranks/ranks.hpp"
 #include "ranks/sim.hpp"
 
@@ -41,6 +42,24 @@ inline void run_ranks(int world_size, const std::function<void()>& body,
                       sim::Options options = default_options()) {
   sim::Report report = simulate(world_size, body, std::move(options));
   EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+}
+
+// Runs body on world_size ranks of backend: "sim" in this process, a real backend as processes.
+inline void run_on(const std::string& backend, int world_size, const std::function<void()>& body) {
+  if (backend == "sim") {
+    run_ranks(world_size, body);
+  } else {
+    run_processes(backend, world_size, body);
+  }
+}
+
+// The backends this build can run test bodies on: the simulator and every real one built.
+inline std::vector<std::string> test_backends() {
+  std::vector<std::string> names = {"sim"};
+  for (const char* real : {"gloo", "mpi"}) {
+    if (backend_built(real)) names.push_back(real);
+  }
+  return names;
 }
 
 // The value a test stores at (rank, index): small, so sums and products stay exact in every

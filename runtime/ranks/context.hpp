@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ranks/backend.hpp"
+#include "ranks/store.hpp"
 
 namespace ranks {
 
@@ -68,7 +69,8 @@ class Context {
   // with the same members get distinct, deterministic names.
   std::map<std::string, int> group_names;
   detail::Rng rng;
-  Clock* clock = nullptr;  // null: the real clock
+  Clock* clock = nullptr;        // null: the real clock
+  std::shared_ptr<Store> store;  // real runs: the rendezvous store the world was made with
   // Ops this rank has dispatched, and the last one dispatch itself rejected (an unsupported op),
   // so that reports can name the op a rank failed in even when no backend ever saw it.
   uint64_t ops_dispatched = 0;

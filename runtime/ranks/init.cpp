@@ -13,20 +13,6 @@
 
 namespace ranks {
 
-void init_process_group(const InitOptions& options) {
-  Context& context = current();
-  if (context.initialized) {
-    // ranks::main() initialised this rank already (simulated or launched): adopt it, so that a
-    // program written for torchrun or MMEngine's init_dist() runs unchanged.
-    if (context.started_by_main) return;
-    throw InvalidArgument("init_process_group: the default process group is already initialised");
-  }
-  throw Unsupported(fmt::format(
-      "init_process_group: backend '{}' is not available in this build of ranks {} (real "
-      "backends: none yet); run the program under `ranks sim -n N` to simulate it",
-      options.backend.empty() ? "default" : options.backend, RANKS_VERSION));
-}
-
 void init_dist(std::string_view launcher, std::string_view backend, InitOptions options) {
   if (launcher != "pytorch" && launcher != "slurm" && launcher != "mpi") {
     throw InvalidArgument(fmt::format(

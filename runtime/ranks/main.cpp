@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
 #include "ranks/sim.hpp"
@@ -68,19 +69,30 @@ bool launched_for_real() { return infer_launcher() != "none"; }
 }  // namespace
 
 int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
+  bool real = false;
   try {
     if (env("RANKS_SIM_WORLD_SIZE")) return run_simulated(body);
     if (launched_for_real()) {
+      real = true;
       InitOptions options;
       if (const char* backend = env("RANKS_BACKEND")) options.backend = backend;
       options.timeout = std::chrono::seconds(env_number("RANKS_TIMEOUT", 1800));
       init_dist(infer_launcher(), options.backend, options);
+      current().started_by_main = true;  // the body's own init_process_group() adopts this
     }
     body();
+    destroy_process_group();
     return 0;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "ranks: error: %s\n", e.what());
+    if (real) {
+      // Leave now, without the exit-time teardown: a backend's orderly shutdown (MPI_Finalize,
+      // closing a communicator) can wait for peers that are themselves stuck waiting for us.
+      // The launcher sees the exit status, and peers see the closed connections.
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }
     return 1;
   }
 }

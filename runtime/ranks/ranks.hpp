@@ -11,5 +11,6 @@
 #include "ranks/main.hpp"
 #include "ranks/reduce_op.hpp"
 #include "ranks/store.hpp"
+#include "ranks/store/stores.hpp"
 #include "ranks/tensor.hpp"
 #include "ranks/work.hpp"

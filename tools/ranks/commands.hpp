@@ -11,5 +11,6 @@ using Command = std::function<int()>;
 
 Command add_sim_command(CLI::App& app);
 Command add_matrix_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
 
 }  // namespace ranks::cli

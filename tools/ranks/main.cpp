@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
                   RANKS_HAS_MPI ? ", mpi" : "", RANKS_HAS_NCCL ? ", nccl" : ""));
   ranks::cli::Command sim = ranks::cli::add_sim_command(app);
   ranks::cli::Command matrix = ranks::cli::add_matrix_command(app);
+  ranks::cli::Command run = ranks::cli::add_run_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("sim")) return sim();
     if (app.got_subcommand("matrix")) return matrix();
+    if (app.got_subcommand("run")) return run();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ranks: error: %s\n", e.what());
     return 2;

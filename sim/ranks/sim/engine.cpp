@@ -308,11 +308,16 @@ void Engine::on_idle() {
     if (event.crash == nullptr) {
       wake(target);
     } else if (target.state == RankState::Blocked) {
-      crash(target, *event.crash,
-            fmt::format("while in {} at {}", target.block.op,
-                        ranks::detail::where_str(target.block.where)));
+      std::string where = target.waiting_on == nullptr
+                              ? std::string("while sleeping")
+                              : fmt::format("while in {} at {}", target.block.op,
+                                            ranks::detail::where_str(target.block.where));
+      // Its half of the op goes first, so that peers in it count as waiting for a dead rank;
+      // and it is woken while still Blocked (crash() marks it Crashed, which wake() skips).
+      if (target.waiting_on != nullptr) target.waiting_on->group.withdraw(*target.waiting_on);
       target.wake_error = std::make_exception_ptr(CrashUnwind{});
       wake(target);
+      crash(target, *event.crash, where);
     }
   }
 }

@@ -1,0 +1,295 @@
+// Every op of the gloo capability table, each through gloo's own algorithm. Tensor conventions
+// are those of ranks/op.hpp; the semantics are the simulator's (sim/ranks/sim/collective.cpp):
+// broadcast never writes the src, reduce writes only the root, recv reports the sender.
+
+#include "ranks/collectives.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/context.h>
+#include <gloo/gather.h>
+#include <gloo/reduce.h>
+#include <gloo/scatter.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <cstring>
+#include <vector>
+
+#include "ranks/backends/gloo/types.hpp"
+#include "ranks/backends/gloo/work.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::backends::gloo::detail {
+
+namespace {
+
+// gloo's collectives use slot prefixes 0x01-0x08; point-to-point tags live above them.
+constexpr uint8_t kPointToPointSlotPrefix = 0x20;
+
+struct Op {
+  const Communicator& comm;
+  const std::shared_ptr<::gloo::Context>& context;
+  OpRequest& request;
+  uint32_t tag;  // ops on one communicator run in order, so the sequence number is unique
+  std::chrono::milliseconds timeout;
+
+  int rank() const { return context->rank; }
+  int size() const { return context->size; }
+  bool is_root() const { return context->rank == request.root; }
+
+  template <class Options>
+  void configure(Options& options) const {
+    options.setTag(tag);
+    options.setTimeout(timeout);
+  }
+};
+
+template <class W>
+W* words(Tensor& t) {
+  return static_cast<W*>(t.data_ptr());
+}
+
+size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
+
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+// The capability table stages cuda tensors of broadcast and all_reduce through host memory
+// (Debian's gloo has no cuda); in a build without cuda such a tensor is host memory already, and
+// the staging is one copy each way.
+Tensor on_host(const Tensor& t) { return t.device().is_cuda() ? t.to(Device::cpu()) : t; }
+
+void barrier(const Op& op) {
+  ::gloo::BarrierOptions options(op.context);
+  op.configure(options);
+  ::gloo::barrier(options);
+}
+
+void all_reduce(const Op& op) {
+  Tensor& tensor = op.request.outputs.front();
+  if (tensor.numel() == 0) return;
+  Tensor host = on_host(tensor);
+  visit_word(host.dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::AllreduceOptions options(op.context);
+    options.setOutput(words<W>(host), count(host));  // in place: the output is the input
+    options.setReduceFunction(reduce_function(host.dtype(), op.request.reduce_op));
+    op.configure(options);
+    ::gloo::allreduce(options);
+  });
+  finish_mean(host, op.request.reduce_op, op.size());
+  if (tensor.device().is_cuda()) tensor.copy_(host);
+}
+
+void broadcast(const Op& op) {
+  Tensor& tensor = op.request.outputs.front();
+  if (tensor.numel() == 0) return;
+  Tensor host = on_host(tensor);
+  visit_word(host.dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::BroadcastOptions options(op.context);
+    options.setOutput(words<W>(host), count(host));  // the root sends from it, never writes it
+    options.setRoot(op.request.root);
+    op.configure(options);
+    ::gloo::broadcast(options);
+  });
+  if (tensor.device().is_cuda() && !op.is_root()) tensor.copy_(host);
+}
+
+void reduce(const Op& op) {
+  Tensor& tensor = op.request.outputs.front();
+  if (tensor.numel() == 0) return;
+  // gloo's ring leaves partial sums in every rank's output: non-roots get scratch instead, so
+  // that only the root's tensor changes.
+  Tensor scratch = op.is_root() ? tensor : Tensor::empty(tensor.shape(), tensor.dtype());
+  visit_word(tensor.dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::ReduceOptions options(op.context);
+    if (!op.is_root()) options.setInput(words<W>(tensor), count(tensor));
+    options.setOutput(words<W>(scratch), count(tensor));
+    options.setRoot(op.request.root);
+    options.setReduceFunction(reduce_function(tensor.dtype(), op.request.reduce_op));
+    op.configure(options);
+    ::gloo::reduce(options);
+  });
+  if (op.is_root()) finish_mean(tensor, op.request.reduce_op, op.size());
+}
+
+// The outputs are separate tensors and gloo gathers into one buffer: copy out of it.
+void scatter_out(const std::vector<uint8_t>& staging, std::vector<Tensor>& outputs) {
+  size_t offset = 0;
+  for (Tensor& out : outputs) {
+    copy_bytes(out.data_ptr(), staging.data() + offset, out.nbytes());
+    offset += out.nbytes();
+  }
+}
+
+void all_gather(const Op& op) {
+  Tensor& in = op.request.inputs.front();
+  if (in.numel() == 0) return;
+  std::vector<uint8_t> staging(in.nbytes() * static_cast<size_t>(op.size()));
+  visit_word(in.dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::AllgatherOptions options(op.context);
+    options.setInput(words<W>(in), count(in));
+    options.setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
+    op.configure(options);
+    ::gloo::allgather(options);
+  });
+  scatter_out(staging, op.request.outputs);
+}
+
+void gather(const Op& op) {
+  Tensor& in = op.request.inputs.front();
+  if (in.numel() == 0) return;
+  std::vector<uint8_t> staging(op.is_root() ? in.nbytes() * static_cast<size_t>(op.size()) : 0);
+  visit_word(in.dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::GatherOptions options(op.context);
+    options.setInput(words<W>(in), count(in));
+    if (op.is_root()) {
+      options.setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
+    }
+    options.setRoot(op.request.root);
+    op.configure(options);
+    ::gloo::gather(options);
+  });
+  if (op.is_root()) scatter_out(staging, op.request.outputs);
+}
+
+void scatter(const Op& op) {
+  Tensor& out = op.request.outputs.front();
+  if (out.numel() == 0) return;
+  visit_word(out.dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::ScatterOptions options(op.context);
+    if (op.is_root()) {
+      std::vector<W*> pieces;  // gloo sends each piece from where it is: no staging
+      for (Tensor& in : op.request.inputs) pieces.push_back(words<W>(in));
+      options.setInputs(pieces, count(out));
+    }
+    options.setOutput(words<W>(out), count(out));
+    options.setRoot(op.request.root);
+    op.configure(options);
+    ::gloo::scatter(options);
+  });
+}
+
+// alltoallv: pieces may differ in size (each rank knows what it sends and what it expects).
+void all_to_all(const Op& op) {
+  std::vector<Tensor>& inputs = op.request.inputs;
+  std::vector<Tensor>& outputs = op.request.outputs;
+  const auto me = static_cast<size_t>(op.rank());
+  if (inputs[me].numel() != outputs[me].numel()) {
+    throw InvalidArgument(fmt::format("{}: this rank sends itself {} but has room for {}",
+                                      op.comm.describe(op.request), inputs[me].str(),
+                                      outputs[me].str()));
+  }
+  std::vector<int64_t> sends;
+  std::vector<int64_t> receives;
+  std::vector<uint8_t> in_staging;
+  for (const Tensor& in : inputs) {
+    sends.push_back(in.numel());
+    const auto* bytes = static_cast<const uint8_t*>(in.data_ptr());
+    in_staging.insert(in_staging.end(), bytes, bytes + in.nbytes());
+  }
+  size_t out_bytes = 0;
+  for (const Tensor& out : outputs) {
+    receives.push_back(out.numel());
+    out_bytes += out.nbytes();
+  }
+  std::vector<uint8_t> out_staging(out_bytes);
+  visit_word(inputs.front().dtype(), [&](auto word) {
+    using W = decltype(word);
+    ::gloo::AlltoallvOptions options(op.context);
+    options.setInput(reinterpret_cast<W*>(in_staging.data()), sends);
+    options.setOutput(reinterpret_cast<W*>(out_staging.data()), receives);
+    op.configure(options);
+    ::gloo::alltoallv(options);
+  });
+  scatter_out(out_staging, outputs);
+}
+
+// new_group's agreement on the world: every rank must be creating the same group (the hash of
+// its name in request.extra), or the new group's first collective would hang or mix data.
+void agree_on_new_group(const Op& op) {
+  const Communicator& comm = op.comm;
+  uint64_t mine = op.request.extra;
+  std::vector<uint64_t> all(static_cast<size_t>(op.size()));
+  ::gloo::AllgatherOptions options(op.context);
+  options.setInput(&mine, 1);
+  options.setOutput(all.data(), all.size());
+  op.configure(options);
+  ::gloo::allgather(options);
+  std::vector<int> same;
+  std::vector<int> other;
+  for (size_t r = 0; r < all.size(); ++r) {
+    (all[r] == mine ? same : other).push_back(comm.spec().global_ranks()[r]);
+  }
+  if (!other.empty()) {
+    throw Mismatch(fmt::format(
+        "{}: the ranks disagree on the group being created: ranks {} create one group and ranks "
+        "{} another; every rank of the world must call new_group with the same members, in the "
+        "same order",
+        comm.describe(op.request), fmt::join(same, ", "), fmt::join(other, ", ")));
+  }
+}
+
+}  // namespace
+
+void run_collective(Communicator& comm, OpRequest& request, std::chrono::milliseconds timeout) {
+  const Op op{comm, comm.context(), request, static_cast<uint32_t>(request.seq), timeout};
+  switch (request.kind) {
+    case OpKind::Barrier:
+      return barrier(op);
+    case OpKind::AllReduce:
+      return all_reduce(op);
+    case OpKind::Broadcast:
+      return broadcast(op);
+    case OpKind::Reduce:
+      return reduce(op);
+    case OpKind::AllGather:
+      return all_gather(op);
+    case OpKind::Gather:
+      return gather(op);
+    case OpKind::Scatter:
+      return scatter(op);
+    case OpKind::AllToAll:
+      return all_to_all(op);
+    case OpKind::NewGroup:
+      return agree_on_new_group(op);
+    case OpKind::ReduceScatter:
+    case OpKind::Send:
+    case OpKind::Recv:
+      break;
+  }
+  throw Unsupported(
+      fmt::format("{}: not a collective of the gloo backend", comm.describe(request)));
+}
+
+void post_point_to_point(Communicator& comm, const OpRequest& request,
+                         ::gloo::transport::UnboundBuffer& buffer) {
+  const uint64_t slot =
+      ::gloo::Slot::build(kPointToPointSlotPrefix, static_cast<uint32_t>(request.tag));
+  // Sizes are always given: gloo's default ("the rest of the buffer") rejects empty tensors.
+  if (request.kind == OpKind::Send) {
+    buffer.send(request.root, slot, 0, buffer.size);
+  } else if (request.root == any_source) {
+    std::vector<int> others;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r != comm.rank()) others.push_back(r);
+    }
+    buffer.recv(others, slot, 0, buffer.size);
+  } else {
+    buffer.recv(request.root, slot, 0, buffer.size);
+  }
+}
+
+}  // namespace ranks::backends::gloo::detail

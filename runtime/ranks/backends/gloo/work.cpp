@@ -1,0 +1,392 @@
+#include "ranks/backends/gloo/work.hpp"
+
+#include <fmt/format.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "ranks/collectives.hpp"
+#include "ranks/detail/check.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::backends::gloo::detail {
+
+namespace {
+
+std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an unknown exception";
+  }
+}
+
+// A new error of the same ranks kind as `like`, with message.
+std::exception_ptr same_kind(const std::exception_ptr& like, const std::string& message) {
+  try {
+    std::rethrow_exception(like);
+  } catch (const Timeout&) {
+    return std::make_exception_ptr(Timeout(message));
+  } catch (const RankFailure&) {
+    return std::make_exception_ptr(RankFailure(message));
+  } catch (const Mismatch&) {
+    return std::make_exception_ptr(Mismatch(message));
+  } catch (const InvalidArgument&) {
+    return std::make_exception_ptr(InvalidArgument(message));
+  } catch (...) {
+    return std::make_exception_ptr(BackendError(message));
+  }
+}
+
+// gloo reports every timeout as an IoException; only the text tells them from broken
+// connections ("Timed out waiting 100ms for recv operation to complete", "Read timeout [addr]",
+// "Connect timeout [addr]", "Application timeout caused pair closure").
+bool is_timeout_text(const std::string& text) {
+  return text.find("Timed out") != std::string::npos || text.find("timeout") != std::string::npos;
+}
+
+}  // namespace
+
+Communicator::Communicator(GroupSpec spec, std::shared_ptr<::gloo::Context> context,
+                           std::vector<std::pair<int, std::string>> endpoints,
+                           std::chrono::milliseconds default_timeout)
+    : spec_(std::move(spec)),
+      context_(std::move(context)),
+      endpoints_(std::move(endpoints)),
+      default_timeout_(default_timeout) {}
+
+std::chrono::milliseconds Communicator::timeout_of(const OpRequest& request) const {
+  return request.timeout.count() > 0 ? request.timeout : default_timeout_;
+}
+
+std::string Communicator::describe(const OpRequest& request) const {
+  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_name(request.kind),
+                     spec_.name, spec_.rank, spec_.size(), request.seq,
+                     ranks::detail::where_str(request.where));
+}
+
+std::string Communicator::peer_name(int group_rank) const {
+  if (group_rank < 0 || group_rank >= spec_.size()) return "another rank of the group";
+  const int global = spec_.global_ranks()[static_cast<size_t>(group_rank)];
+  if (spec_.name == "world") return fmt::format("rank {}", global);
+  return fmt::format("group rank {} (global rank {})", group_rank, global);
+}
+
+int Communicator::peer_in(const std::string& text) const {
+  for (const auto& [rank, endpoint] : endpoints_) {
+    // "[127.0.0.1]:4000" must not match "[127.0.0.1]:40001".
+    for (size_t at = text.find(endpoint); at != std::string::npos;
+         at = text.find(endpoint, at + 1)) {
+      const size_t end = at + endpoint.size();
+      if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end]))) {
+        return rank;
+      }
+    }
+  }
+  return -1;
+}
+
+std::string Communicator::timeout_message(const OpRequest& request,
+                                          std::chrono::milliseconds waited) const {
+  const std::string op = describe(request);
+  const auto ms = waited.count();
+  if (request.kind == OpKind::Recv) {
+    if (request.root == any_source) {
+      return fmt::format("{}: no rank sent a message with tag {} within {} ms", op, request.tag,
+                         ms);
+    }
+    return fmt::format("{}: {} sent no message with tag {} within {} ms", op,
+                       peer_name(request.root), request.tag, ms);
+  }
+  if (request.kind == OpKind::Send) {
+    return fmt::format("{}: {} posted no matching recv (tag {}) within {} ms", op,
+                       peer_name(request.root), request.tag, ms);
+  }
+  return fmt::format(
+      "{}: did not complete within {} ms: some rank of the group has not called it, or is stuck "
+      "before it",
+      op, ms);
+}
+
+std::exception_ptr Communicator::translate(const OpRequest& request, std::exception_ptr thrown,
+                                           std::chrono::milliseconds waited) const {
+  const std::string op = describe(request);
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const Error&) {
+    return thrown;
+  } catch (const ::gloo::IoException& e) {
+    const std::string text = e.what();
+    if (is_timeout_text(text)) {
+      return std::make_exception_ptr(Timeout(
+          fmt::format("{}; group '{}' is closed (gloo: {})",
+                      timeout_message(request, waited.count() > 0 ? waited : timeout_of(request)),
+                      spec_.name, text)));
+    }
+    int peer = is_point_to_point(request.kind) && request.root != any_source ? request.root
+                                                                             : peer_in(text);
+    return std::make_exception_ptr(RankFailure(fmt::format(
+        "{}: the connection to {} broke: that process died, or gave up on group '{}' after an "
+        "error of its own (gloo: {})",
+        op, peer_name(peer), spec_.name, text)));
+  } catch (const ::gloo::EnforceNotMet& e) {
+    return std::make_exception_ptr(BackendError(fmt::format("{}: gloo failed: {}", op, e.what())));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(BackendError(fmt::format("{}: gloo failed: {}", op, e.what())));
+  } catch (...) {
+    return std::make_exception_ptr(BackendError(op + ": gloo threw an unknown exception"));
+  }
+}
+
+std::exception_ptr Communicator::fail(const OpRequest& request, std::exception_ptr thrown,
+                                      std::chrono::milliseconds waited) {
+  std::exception_ptr error = translate(request, std::move(thrown), waited);
+  if (!record(error, &request)) return failure_for(request);
+  return error;
+}
+
+void Communicator::abandon(const std::string& why) {
+  record(std::make_exception_ptr(BackendError(why)), nullptr);
+}
+
+bool Communicator::record(std::exception_ptr error, const OpRequest* request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_ != nullptr) return false;
+    failure_ = error;
+    failure_text_ = what_of(error);
+    if (request != nullptr) failed_op_.emplace(request->kind, request->seq);
+    for (auto [buffer, is_send] : waiting_) {
+      if (is_send) {
+        buffer->abortWaitSend();
+      } else {
+        buffer->abortWaitRecv();
+      }
+    }
+  }
+  changed_.notify_all();
+  abort_transport();
+  return true;
+}
+
+std::exception_ptr Communicator::failure_for(const OpRequest& request) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure_ == nullptr) return nullptr;
+  if (failed_op_ == std::make_pair(request.kind, request.seq)) return failure_;
+  return same_kind(failure_, fmt::format("{}: group '{}' failed earlier and can no longer be used: "
+                                         "{}",
+                                         describe(request), spec_.name, failure_text_));
+}
+
+void Communicator::abort_transport() {
+  // gloo has no public abort, but its own timeout path closes every connection of the context
+  // and fails every op pending on them (the peers then see their connection close). A
+  // zero-length wait on a buffer that expects nothing takes that path.
+  try {
+    uint8_t dummy = 0;
+    auto buffer = context_->createUnboundBuffer(&dummy, sizeof(dummy));
+    buffer->waitRecv(nullptr, std::chrono::milliseconds(0));
+  } catch (...) {
+    // The IoException that announces the closure is the expected outcome.
+  }
+}
+
+int Communicator::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_;
+}
+
+bool Communicator::begin_wait(::gloo::transport::UnboundBuffer* buffer, bool is_send) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure_ != nullptr) return false;
+  waiting_.emplace_back(buffer, is_send);
+  return true;
+}
+
+void Communicator::end_wait(::gloo::transport::UnboundBuffer* buffer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::erase_if(waiting_, [buffer](const auto& entry) { return entry.first == buffer; });
+}
+
+RunQueue::RunQueue() : thread_([this] { loop(); }) {}
+
+RunQueue::~RunQueue() {
+  // The backend stops the queue; this only guards a path that forgot to.
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      stop();
+    }
+  }
+}
+
+void RunQueue::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunQueue::post(std::shared_ptr<CollectiveWork> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  wake_.notify_all();
+}
+
+std::shared_ptr<CollectiveWork> RunQueue::claim(const CollectiveWork* target) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running_ || queue_.empty()) return nullptr;
+  if (target != nullptr && std::none_of(queue_.begin(), queue_.end(),
+                                        [&](const auto& w) { return w.get() == target; })) {
+    return nullptr;
+  }
+  std::shared_ptr<CollectiveWork> next = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  return next;
+}
+
+void RunQueue::release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+  }
+  wake_.notify_all();
+}
+
+bool RunQueue::run_through(const CollectiveWork* target, std::chrono::milliseconds timeout) {
+  bool ran = false;
+  while (std::shared_ptr<CollectiveWork> next = claim(target)) {
+    const bool last = next.get() == target;
+    next->run(last ? timeout : std::chrono::milliseconds(0));
+    release();
+    ran = true;
+    if (last) break;
+  }
+  return ran;
+}
+
+void RunQueue::loop() {
+  for (;;) {
+    std::shared_ptr<CollectiveWork> next;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock,
+                 [this] { return (!running_ && !queue_.empty()) || (stopping_ && !running_); });
+      if (queue_.empty()) return;  // stopping, and nothing left to run
+      next = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+    }
+    next->run();  // never throws: run() catches everything
+    next.reset();
+    release();
+  }
+}
+
+CollectiveWork::CollectiveWork(std::shared_ptr<Communicator> comm, std::shared_ptr<RunQueue> queue,
+                               OpRequest request)
+    : comm_(std::move(comm)), queue_(std::move(queue)), request_(std::move(request)) {}
+
+void CollectiveWork::run(std::chrono::milliseconds timeout) {
+  std::exception_ptr result = comm_->failure_for(request_);
+  if (result == nullptr) {
+    const auto limit = timeout.count() > 0 ? timeout : comm_->timeout_of(request_);
+    try {
+      run_collective(*comm_, request_, limit);
+    } catch (const Mismatch&) {
+      // new_group's agreement: every rank reached the same verdict, the group is intact.
+      result = std::current_exception();
+    } catch (...) {
+      result = comm_->fail(request_, std::current_exception(), limit);
+    }
+  }
+  comm_->finish_collective([&] {
+    finished_ = true;
+    result_ = result;
+  });
+}
+
+void CollectiveWork::block() { wait(comm_->timeout_of(request_)); }
+
+void CollectiveWork::block_for(std::chrono::milliseconds timeout) { wait(timeout); }
+
+void CollectiveWork::wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  queue_->run_through(this, timeout);
+  switch (comm_->wait_until(deadline, [this] { return finished_; })) {
+    case Communicator::Wake::Done:
+      error = comm_->locked([this] { return result_; });
+      break;
+    case Communicator::Wake::Failed:
+      error = comm_->failure_for(request_);
+      break;
+    case Communicator::Wake::TimedOut:
+      error = comm_->fail(request_,
+                          std::make_exception_ptr(Timeout(fmt::format(
+                              "{}; group '{}' is closed", comm_->timeout_message(request_, timeout),
+                              comm_->spec().name))));
+      break;
+  }
+  done = true;
+}
+
+PointToPointWork::PointToPointWork(std::shared_ptr<Communicator> comm, OpRequest request)
+    : comm_(std::move(comm)), request_(std::move(request)) {
+  post_error_ = comm_->failure_for(request_);
+  if (post_error_ != nullptr) return;
+  Tensor& tensor =
+      request_.kind == OpKind::Send ? request_.inputs.front() : request_.outputs.front();
+  try {
+    buffer_ = comm_->context()->createUnboundBuffer(tensor.data_ptr(), tensor.nbytes());
+    post_point_to_point(*comm_, request_, *buffer_);
+  } catch (...) {
+    post_error_ = comm_->fail(request_, std::current_exception());
+  }
+}
+
+PointToPointWork::~PointToPointWork() = default;
+
+void PointToPointWork::block() { block_for(comm_->timeout_of(request_)); }
+
+void PointToPointWork::block_for(std::chrono::milliseconds timeout) {
+  const bool is_send = request_.kind == OpKind::Send;
+  if (post_error_ != nullptr) {
+    error = post_error_;
+    done = true;
+    return;
+  }
+  // After the group failed, only collect what completed before: a zero wait.
+  const bool registered = comm_->begin_wait(buffer_.get(), is_send);
+  const auto limit = registered ? timeout : std::chrono::milliseconds(0);
+  int peer = -1;
+  bool completed = false;
+  std::exception_ptr thrown;
+  try {
+    completed = is_send ? buffer_->waitSend(&peer, limit) : buffer_->waitRecv(&peer, limit);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  if (registered) comm_->end_wait(buffer_.get());
+  if (completed) {
+    if (!is_send) source_rank = peer;
+  } else if (thrown != nullptr && registered) {
+    error = comm_->fail(request_, thrown, timeout);
+  } else {
+    error = comm_->failure_for(request_);  // the group failed (fail() may have aborted this wait)
+  }
+  done = true;
+}
+
+}  // namespace ranks::backends::gloo::detail

@@ -1,0 +1,221 @@
+#pragma once
+// The gloo backend's communicator state and its asynchronous Work.
+//
+// Collectives run one at a time, in submission order, on one worker thread per communicator, so
+// submit() returns at once and every rank runs a group's collectives in the same order (gloo
+// requires it). Point-to-point ops are posted to gloo directly in submit() (gloo's unbound
+// buffers are asynchronous) and finished by the thread that waits, so an irecv posted before a
+// send never queues the send behind it.
+//
+// Waiting. Every Work waits on its communicator's one condition variable, so a failure of the
+// group wakes every waiter at once. The deadline is the op's timeout (OpRequest::timeout), or
+// block_for's; gloo's own timeout is set to the same value.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ranks/backend.hpp"
+#include "ranks/op.hpp"
+#include "ranks/work.hpp"
+
+namespace gloo {
+class Context;
+namespace transport {
+class UnboundBuffer;
+}  // namespace transport
+}  // namespace gloo
+
+namespace ranks::backends::gloo::detail {
+
+// One group's connected gloo context, plus what every op of the group shares: its failure state
+// and the lock that works wait under.
+class Communicator {
+ public:
+  // endpoints: (group rank, "[ip]:port") for each way gloo's error messages may name the
+  // connection to that rank, so that an IoException can be traced back to a rank.
+  Communicator(GroupSpec spec, std::shared_ptr<::gloo::Context> context,
+               std::vector<std::pair<int, std::string>> endpoints,
+               std::chrono::milliseconds default_timeout);
+
+  const GroupSpec& spec() const { return spec_; }
+  const std::shared_ptr<::gloo::Context>& context() const { return context_; }
+  int rank() const { return spec_.rank; }
+  int size() const { return spec_.size(); }
+  // The op's deadline: its own timeout, or the group's when dispatch gave none.
+  std::chrono::milliseconds timeout_of(const OpRequest& request) const;
+
+  // "all_reduce on group 'world' (rank 1 of 4, seq 3) at file.cpp:42"
+  std::string describe(const OpRequest& request) const;
+  // "rank 2" on the world; "group rank 1 (global rank 3)" on a sub-group.
+  std::string peer_name(int group_rank) const;
+  // What a timeout of request after `waited` means, e.g. "... rank 2 sent no message with tag 7".
+  std::string timeout_message(const OpRequest& request, std::chrono::milliseconds waited) const;
+
+  // Turns what an op threw (a gloo exception or a ranks error) into the ranks error to report,
+  // records the first failure and shuts the group down (see backend.hpp). Returns the error for
+  // request: its own when it is the first failure, else "failed earlier" with the first one.
+  // waited: the deadline the op had, when it is not timeout_of(request) (block_for's).
+  std::exception_ptr fail(const OpRequest& request, std::exception_ptr thrown,
+                          std::chrono::milliseconds waited = {});
+  // Ends the group without an op to blame (a communicator destroyed with ops in flight).
+  void abandon(const std::string& why);
+  // When the group has failed, an error for request of the same kind as the first failure.
+  std::exception_ptr failure_for(const OpRequest& request) const;
+
+  // Collectives submitted and not yet finished, for the backend's destructor.
+  void add_in_flight() {
+    update([this] { ++in_flight_; });
+  }
+  int in_flight() const;
+  // Runs f under the lock as a collective finishes, and wakes every waiter.
+  template <class F>
+  void finish_collective(F&& f) {
+    update([&] {
+      f();
+      --in_flight_;
+    });
+  }
+
+  // Runs f under the lock and wakes every waiter.
+  template <class F>
+  void update(F&& f) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      f();
+    }
+    changed_.notify_all();
+  }
+  template <class F>
+  auto locked(F&& f) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f();
+  }
+
+  enum class Wake { Done, Failed, TimedOut };
+  // Waits until done() (evaluated under the lock), the group failed or the deadline passed.
+  template <class F>
+  Wake wait_until(std::chrono::steady_clock::time_point deadline, F&& done) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_until(lock, deadline, [&] { return done() || failure_ != nullptr; });
+    if (done()) return Wake::Done;
+    return failure_ ? Wake::Failed : Wake::TimedOut;
+  }
+
+  // A point-to-point wait in progress: fail() aborts it (gloo does not fail a pending
+  // receive-from-any when the group breaks). begin_wait is false when the group has failed.
+  bool begin_wait(::gloo::transport::UnboundBuffer* buffer, bool is_send);
+  void end_wait(::gloo::transport::UnboundBuffer* buffer);
+
+ private:
+  std::exception_ptr translate(const OpRequest& request, std::exception_ptr thrown,
+                               std::chrono::milliseconds waited) const;
+  int peer_in(const std::string& gloo_text) const;  // -1 when no endpoint matches
+  // Makes error (of request, when given) the group's failure unless it already has one; false
+  // when it had.
+  bool record(std::exception_ptr error, const OpRequest* request);
+  void abort_transport();
+
+  const GroupSpec spec_;
+  const std::shared_ptr<::gloo::Context> context_;
+  const std::vector<std::pair<int, std::string>> endpoints_;
+  const std::chrono::milliseconds default_timeout_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::exception_ptr failure_;  // the first failure, as reported to its op
+  std::string failure_text_;
+  // Which op failed first (kind and seq identify an op within a group), so that it reports its
+  // own error rather than "failed earlier".
+  std::optional<std::pair<OpKind, uint64_t>> failed_op_;
+  int in_flight_ = 0;
+  std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool>> waiting_;
+};
+
+class CollectiveWork;
+
+// A communicator's collectives, run one at a time in the order posted. Its own thread runs them,
+// so submit() returns at once; but a caller that waits for a collective nobody has started yet
+// runs it (and any queued before it) itself, which saves the blocking form two thread switches.
+// Shared by the backend and its works, so a Work waited on after its group was destroyed finds a
+// stopped, empty queue rather than a dangling one.
+class RunQueue {
+ public:
+  RunQueue();
+  ~RunQueue();
+  RunQueue(const RunQueue&) = delete;
+  RunQueue& operator=(const RunQueue&) = delete;
+
+  void post(std::shared_ptr<CollectiveWork> work);
+  // On a waiting thread: when no collective is running and `target` is still queued, runs the
+  // queue up to and including target (target with gloo timeout `timeout`) and returns true.
+  bool run_through(const CollectiveWork* target, std::chrono::milliseconds timeout);
+  // Runs what is still queued, then joins the thread.
+  void stop();
+
+ private:
+  void loop();
+  // The next work, when none is running and `target` (when given) is queued; else null.
+  std::shared_ptr<CollectiveWork> claim(const CollectiveWork* target);
+  void release();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<CollectiveWork>> queue_;
+  bool running_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// A collective: run from its communicator's queue, waited on by the caller.
+class CollectiveWork final : public ranks::detail::WorkState {
+ public:
+  CollectiveWork(std::shared_ptr<Communicator> comm, std::shared_ptr<RunQueue> queue,
+                 OpRequest request);
+  void block() override;
+  void block_for(std::chrono::milliseconds timeout) override;
+  // Runs the op with gloo timeout `timeout` (the op's own when zero), on whichever thread got it.
+  void run(std::chrono::milliseconds timeout = {});
+
+ private:
+  void wait(std::chrono::milliseconds timeout);
+
+  const std::shared_ptr<Communicator> comm_;
+  const std::shared_ptr<RunQueue> queue_;
+  OpRequest request_;  // holds the tensors alive while gloo writes into them
+  // Guarded by the communicator's lock.
+  bool finished_ = false;
+  std::exception_ptr result_;
+};
+
+// A send or receive: posted at construction, finished by the waiting thread.
+class PointToPointWork final : public ranks::detail::WorkState {
+ public:
+  PointToPointWork(std::shared_ptr<Communicator> comm, OpRequest request);
+  ~PointToPointWork() override;
+  void block() override;
+  void block_for(std::chrono::milliseconds timeout) override;
+
+ private:
+  const std::shared_ptr<Communicator> comm_;
+  OpRequest request_;  // declared before buffer_: the tensor outlives gloo's view of it
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer_;
+  std::exception_ptr post_error_;
+};
+
+// collectives.cpp: the ops themselves, in gloo's algorithms. They throw what gloo throws.
+// Runs a collective (or new_group's agreement) on the calling thread, with gloo timeout `timeout`.
+void run_collective(Communicator& comm, OpRequest& request, std::chrono::milliseconds timeout);
+// Posts a send or receive on buffer (which covers the request's tensor).
+void post_point_to_point(Communicator& comm, const OpRequest& request,
+                         ::gloo::transport::UnboundBuffer& buffer);
+
+}  // namespace ranks::backends::gloo::detail

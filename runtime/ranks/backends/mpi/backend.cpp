@@ -1,0 +1,133 @@
+#include "ranks/backends/mpi/backend.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <numeric>
+
+#include "ranks/backends/mpi/types.hpp"
+#include "ranks/backends/mpi/work.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::backends::mpi {
+
+namespace {
+
+// Registered with atexit only when create_world initialised MPI itself.
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized != 0) return;
+  if (has_abandoned_operations()) {
+    // MPI_Finalize would wait for the peers a timed-out operation waits for: exit without it
+    // (mpirun then reports this process as having exited without finalising).
+    std::fputs(
+        "ranks: an MPI operation timed out and is still pending; exiting without "
+        "MPI_Finalize\n",
+        stderr);
+    return;
+  }
+  free_types();
+  MPI_Finalize();
+}
+
+void initialise_mpi() {
+  static std::mutex m;
+  std::lock_guard guard(m);
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (finalized != 0) {
+    throw BackendError(
+        "mpi: MPI has already been finalised in this process; it cannot start again");
+  }
+  int provided = MPI_THREAD_SINGLE;
+  if (initialized == 0) {
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread",
+              "mpi");
+    std::atexit(finalize_at_exit);
+  } else {
+    MPI_Query_thread(&provided);  // someone else initialised MPI; we live with their level
+  }
+  set_thread_level(provided);
+  init_types();
+}
+
+// Our own copy of a communicator, so that our traffic never meets the program's own MPI calls.
+MPI_Comm duplicate(MPI_Comm comm) {
+  MPI_Comm copy = MPI_COMM_NULL;
+  auto lock = lock_mpi();
+  check_mpi(MPI_Comm_dup(comm, &copy), "MPI_Comm_dup", "mpi");
+  check_mpi(MPI_Comm_set_errhandler(copy, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", "mpi");
+  return copy;
+}
+
+class MpiBackend final : public Backend {
+ public:
+  explicit MpiBackend(std::shared_ptr<Comm> comm) : comm_(std::move(comm)) {}
+  MpiBackend(const MpiBackend&) = delete;
+  MpiBackend& operator=(const MpiBackend&) = delete;
+  ~MpiBackend() override { comm_->release_all(); }
+
+  std::string_view name() const override { return "mpi"; }
+  Work submit(OpRequest&& request) override { return start(comm_, std::move(request)); }
+
+  std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) override {
+    // Every rank of this communicator takes part; members are keyed by their group rank, which
+    // orders them as the sorted member list does.
+    const std::string ctx = fmt::format("mpi: new_group '{}'", spec.name);
+    MPI_Comm sub = MPI_COMM_NULL;
+    {
+      auto lock = lock_mpi();
+      check_mpi(MPI_Comm_split(comm_->handle, spec.rank >= 0 ? 0 : MPI_UNDEFINED,
+                               spec.rank >= 0 ? spec.rank : 0, &sub),
+                "MPI_Comm_split", ctx);
+    }
+    if (spec.rank < 0) return nullptr;
+    int rank = -1;
+    int size = 0;
+    {
+      auto lock = lock_mpi();
+      check_mpi(MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", ctx);
+      MPI_Comm_rank(sub, &rank);
+      MPI_Comm_size(sub, &size);
+    }
+    auto comm = std::make_shared<Comm>(sub, spec.name, spec.members, spec.rank);
+    comm->default_timeout = comm_->default_timeout;
+    if (rank != spec.rank || size != spec.size()) {
+      throw BackendError(
+          fmt::format("{}: MPI_Comm_split made rank {} of {}, expected rank {} of {}", ctx, rank,
+                      size, spec.rank, spec.size()));
+    }
+    return std::make_unique<MpiBackend>(std::move(comm));
+  }
+
+ private:
+  std::shared_ptr<Comm> comm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
+  initialise_mpi();
+  int rank = -1;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != setup.rank || size != setup.world_size) {
+    throw RendezvousError(fmt::format(
+        "mpi: the launcher says rank {} of {} but MPI_COMM_WORLD has this process as rank {} of "
+        "{}; start every rank under one mpirun (or srun) with -np {}, or pick another backend",
+        setup.rank, setup.world_size, rank, size, setup.world_size));
+  }
+  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
+  std::iota(members->begin(), members->end(), 0);
+  auto comm = std::make_shared<Comm>(duplicate(MPI_COMM_WORLD), "world", std::move(members), rank);
+  comm->default_timeout = setup.timeout;
+  return std::make_unique<MpiBackend>(std::move(comm));
+}
+
+}  // namespace ranks::backends::mpi

@@ -1,0 +1,32 @@
+#pragma once
+// The real backends this build has, and how to make one. Which were built is in the generated
+// ranks/config.hpp (RANKS_HAS_GLOO, RANKS_HAS_MPI, RANKS_HAS_NCCL); nothing else asks.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ranks/backend.hpp"
+#include "ranks/store.hpp"
+
+namespace ranks::backends {
+
+// Everything a backend needs to make the world communicator of one process.
+struct WorldSetup {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;            // the device for nccl
+  std::shared_ptr<Store> store;  // rendezvous (null for mpi, which mpirun wires up)
+  std::chrono::milliseconds timeout{0};
+};
+
+// The backends compiled into this library ("gloo", "mpi", "nccl"), in that order.
+std::vector<std::string> built();
+bool is_built(std::string_view name);
+
+// The world communicator of backend `name`; Unsupported naming the built ones when it is not.
+std::unique_ptr<Backend> create_world(std::string_view name, const WorldSetup& setup);
+
+}  // namespace ranks::backends

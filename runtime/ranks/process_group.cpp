@@ -1,0 +1,166 @@
+// init_process_group for real runs: who this process is (options, else the launcher's
+// environment), the rendezvous store (options.store, env://, tcp://host:port or file:///path),
+// local rank and size (the launcher's, else from hostnames exchanged through the store), and the
+// backend's world communicator.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+
+#include "ranks/backends/registry.hpp"
+#include "ranks/capabilities.hpp"
+#include "ranks/context.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/init.hpp"
+#include "ranks/launch/launcher.hpp"
+#include "ranks/store/stores.hpp"
+
+namespace ranks {
+
+namespace {
+
+struct Membership {
+  int rank = 0;
+  int world_size = 1;
+  std::optional<int> local_rank;
+  std::optional<int> local_size;
+  std::string master_addr;
+  int master_port = 0;
+};
+
+bool needs_master(const InitOptions& options) {
+  return !options.store && options.init_method.starts_with("env://");
+}
+
+// Who this process is: explicit options win, then the launcher's variables.
+Membership membership(const InitOptions& options, const std::string& backend) {
+  Membership m;
+  launch::Env env = launch::Env::process();
+  std::string launcher = launch::infer_launcher(env);
+  const bool explicit_identity = options.rank >= 0 && options.world_size > 0;
+  if (launcher != "none" && (!explicit_identity || needs_master(options))) {
+    if (backend == "mpi" && !env.has("MASTER_ADDR")) env.set("MASTER_ADDR", "127.0.0.1");
+    launch::LaunchInfo info = launch::read_launch(launcher, env);
+    m = {info.rank,       info.world_size,  info.local_rank,
+         info.local_size, info.master_addr, info.master_port};
+  } else if (!explicit_identity && backend != "mpi") {
+    throw RendezvousError(
+        "init_process_group: no rank and world size: pass InitOptions::rank and world_size, or "
+        "start the program with a launcher (ranks run, torchrun, srun, mpirun)");
+  }
+  if (options.rank >= 0) m.rank = options.rank;
+  if (options.world_size > 0) m.world_size = options.world_size;
+  if (m.rank >= m.world_size) {
+    throw InvalidArgument(
+        fmt::format("init_process_group: rank {} is out of range [0, {})", m.rank, m.world_size));
+  }
+  return m;
+}
+
+std::pair<std::string, int> host_port(std::string_view address, std::string_view what) {
+  auto colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string_view::npos ||
+      std::from_chars(address.data() + colon + 1, address.data() + address.size(), port).ec !=
+          std::errc{} ||
+      port <= 0 || port > 65535) {
+    throw InvalidArgument(
+        fmt::format("init_process_group: {} '{}' is not host:port", what, address));
+  }
+  return {std::string(address.substr(0, colon)), port};
+}
+
+std::shared_ptr<Store> make_store(const InitOptions& options, const Membership& m) {
+  if (options.store) return options.store;
+  const std::string& method = options.init_method;
+  if (method.starts_with("env://")) {
+    return std::make_shared<TCPStore>(m.master_addr, m.master_port, m.world_size, m.rank == 0,
+                                      options.timeout);
+  }
+  if (method.starts_with("tcp://")) {
+    auto [host, port] = host_port(std::string_view(method).substr(6), "init_method");
+    return std::make_shared<TCPStore>(host, port, m.world_size, m.rank == 0, options.timeout);
+  }
+  if (method.starts_with("file://")) {
+    return std::make_shared<FileStore>(method.substr(7), m.world_size, options.timeout);
+  }
+  throw InvalidArgument(fmt::format(
+      "init_process_group: init_method '{}' is not env://, tcp://host:port or file:///path",
+      method));
+}
+
+// Local rank and size from hostnames, when the launcher did not say: ranks on the same host, in
+// rank order. MMEngine raises here instead; every rank knows its host, so we can do better.
+void exchange_hosts(Membership& m, Store& store) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::string host = name;
+  store.set(fmt::format("ranks/host/{}", m.rank), std::vector<uint8_t>(host.begin(), host.end()));
+  int local_rank = 0, local_size = 0;
+  for (int r = 0; r < m.world_size; ++r) {
+    auto other = store.get(fmt::format("ranks/host/{}", r));
+    if (std::string(other.begin(), other.end()) != host) continue;
+    if (r < m.rank) ++local_rank;
+    ++local_size;
+  }
+  if (!m.local_rank) m.local_rank = local_rank;
+  if (!m.local_size) m.local_size = local_size;
+}
+
+std::string default_backend() {
+  // nccl needs a GPU (issue #5); until it is built, gloo.
+  return backends::is_built("nccl") ? "nccl" : "gloo";
+}
+
+}  // namespace
+
+void init_process_group(const InitOptions& options) {
+  Context& context = current();
+  if (context.initialized) {
+    // ranks::main() initialised this rank already (simulated or launched): adopt it, so that a
+    // program written for torchrun or MMEngine's init_dist() runs unchanged.
+    if (context.started_by_main) return;
+    throw InvalidArgument("init_process_group: the default process group is already initialised");
+  }
+  const std::string backend = options.backend.empty() ? default_backend() : options.backend;
+  capabilities(backend);  // InvalidArgument for an unknown name
+  if (options.timeout.count() <= 0) {
+    throw InvalidArgument(fmt::format("init_process_group: timeout must be positive, got {} ms",
+                                      options.timeout.count()));
+  }
+  Membership m = membership(options, backend);
+  backends::WorldSetup setup;
+  setup.rank = m.rank;
+  setup.world_size = m.world_size;
+  setup.timeout = options.timeout;
+  if (backend != "mpi" || options.store) {
+    setup.store = make_store(options, m);
+    if (!m.local_rank || !m.local_size) exchange_hosts(m, *setup.store);
+  }
+  setup.local_rank = m.local_rank.value_or(m.rank);
+  auto world_backend = backends::create_world(backend, setup);
+
+  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(m.world_size));
+  std::iota(members->begin(), members->end(), 0);
+  auto world = std::make_shared<detail::GroupImpl>();
+  world->spec = GroupSpec{"world", std::move(members), m.rank};
+  world->backend_name = backend;
+  world->capabilities = &capabilities(backend);
+  world->timeout = options.timeout;
+  world->backend = std::move(world_backend);
+
+  context.initialized = true;
+  context.rank = m.rank;
+  context.world_size = m.world_size;
+  context.local_rank = m.local_rank.value_or(m.rank);
+  context.local_size = m.local_size.value_or(m.world_size);
+  context.backend_name = backend;
+  context.timeout = options.timeout;
+  context.store = std::move(setup.store);
+  context.world = std::move(world);
+}
+
+}  // namespace ranks

@@ -1,0 +1,57 @@
+#pragma once
+// One client connection to a TCP store server: connecting while the server comes up, the
+// handshake, and request/reply with a deadline. TCPStore keeps a small pool of these.
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "ranks/store/deadline.hpp"
+#include "ranks/store/socket.hpp"
+#include "ranks/store/wire.hpp"
+
+namespace ranks::store {
+
+// Why a call on an established connection failed. TCPStore turns it into a ranks error that
+// says which call it was; the connection is unusable afterwards.
+class ConnectionError : public std::runtime_error {
+ public:
+  enum class Why { Lost, Overdue, Malformed };
+  ConnectionError(Why why, const std::string& what) : std::runtime_error(what), why_(why) {}
+  Why why() const { return why_; }
+
+ private:
+  Why why_;
+};
+
+class ClientConnection {
+ public:
+  // Connects to host:port and says hello. Refused, unreachable and reset attempts are retried
+  // with exponential backoff until deadline, because the server may not be up yet. Throws
+  // Timeout when the deadline passes, RendezvousError when the server turns this client away
+  // (token, version) or does not speak the protocol, or the host name does not resolve.
+  ClientConnection(const std::string& host, int port, const std::string& token,
+                   Clock::time_point deadline);
+
+  // Sends request and reads its reply by deadline. Throws ConnectionError.
+  wire::Reply call(const wire::Request& request, Clock::time_point deadline);
+
+  bool broken() const { return broken_; }
+  std::size_t max_key() const { return max_key_; }
+  std::size_t max_value() const { return max_value_; }
+
+ private:
+  // One attempt. Returns "" on success, else why it failed in a way worth retrying.
+  std::string try_connect(const std::string& token, Clock::time_point deadline);
+  std::string handshake(const std::string& token, Clock::time_point deadline);
+
+  const std::string host_;
+  const int port_;
+  const std::string address_;
+  Fd fd_;
+  bool broken_ = false;
+  std::size_t max_key_ = 0;
+  std::size_t max_value_ = 0;
+};
+
+}  // namespace ranks::store

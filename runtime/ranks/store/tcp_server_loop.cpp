@@ -1,0 +1,442 @@
+#include "ranks/store/tcp_server_loop.hpp"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "ranks/errors.hpp"
+#include "ranks/store/messages.hpp"
+
+namespace ranks::store {
+
+namespace {
+
+using wire::ErrorKind;
+using wire::Op;
+using wire::Reply;
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Reads per connection per round, so that one busy client cannot starve the others.
+constexpr int kReadsPerRound = 16;
+// How long a rejected peer gets to read its error before the connection is cut.
+constexpr auto kDrainTime = std::chrono::seconds(1);
+// After accept() runs out of descriptors, how long to leave the listener alone (poll would
+// report it ready again at once and spin).
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+// Compares without an early exit, so the time taken does not reveal a matching prefix.
+bool same_token(const std::string& a, const std::string& b) {
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const unsigned char other = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(a[i]) ^ other;
+  }
+  return diff == 0;
+}
+
+// A socket listening on every interface: IPv6 with IPv4 mapped in when the host has IPv6,
+// plain IPv4 otherwise.
+Fd listen_on(int port) {
+  int last_error = 0;
+  for (int family : {AF_INET6, AF_INET}) {
+    Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd) {
+      last_error = errno;
+      continue;
+    }
+    int one = 1;
+    int zero = 0;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = 0;
+    if (family == AF_INET6) {
+      ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      sockaddr_in6 address{};
+      address.sin6_family = AF_INET6;
+      address.sin6_addr = in6addr_any;
+      address.sin6_port = htons(static_cast<uint16_t>(port));
+      rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
+    } else {
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_addr.s_addr = htonl(INADDR_ANY);
+      address.sin_port = htons(static_cast<uint16_t>(port));
+      rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
+    }
+    if (rc == 0 && ::listen(fd.get(), SOMAXCONN) == 0) return fd;
+    last_error = errno;
+    if (last_error == EADDRINUSE) break;
+  }
+  if (last_error == EADDRINUSE) {
+    throw RendezvousError(fmt::format(
+        "tcp store server: port {} is already in use (another job's store, or a program still "
+        "holding it); choose another port (MASTER_PORT) or pass port 0 to pick a free one",
+        port));
+  }
+  throw RendezvousError(
+      fmt::format("tcp store server: cannot listen on port {}: {}", port, errno_text(last_error)));
+}
+
+int bound_port(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+}
+
+}  // namespace
+
+ServerLoop::ServerLoop(const TCPStoreOptions& options)
+    : token_(options.token),
+      max_frame_(wire::max_frame(options.max_key_bytes, options.max_value_bytes)),
+      max_key_(options.max_key_bytes),
+      max_value_(options.max_value_bytes),
+      log_(options.log),
+      state_(options.max_key_bytes, options.max_value_bytes, options.world_size) {
+  if (options.port < 0 || options.port > 65535) {
+    throw InvalidArgument(fmt::format(
+        "tcp store server: port {} is out of range; use 1..65535, or 0 to pick a free port",
+        options.port));
+  }
+  if (options.token.size() > wire::kMaxTokenBytes) {
+    throw InvalidArgument(fmt::format("tcp store server: the token has {} bytes; at most {}",
+                                      options.token.size(), describe_size(wire::kMaxTokenBytes)));
+  }
+  if (options.max_key_bytes == 0 || options.max_key_bytes > 0xffffffffu ||
+      options.max_value_bytes > (std::size_t{1} << 30)) {
+    throw InvalidArgument(fmt::format(
+        "tcp store server: limits of {} per key and {} per value are out of range; keys need "
+        "1 byte to 4 GiB and values at most 1 GiB",
+        describe_size(options.max_key_bytes), describe_size(options.max_value_bytes)));
+  }
+  listener_ = listen_on(options.port);
+  port_ = bound_port(listener_.get());
+  wake_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_) {
+    throw RendezvousError(
+        fmt::format("tcp store server: cannot create an eventfd: {}", errno_text(errno)));
+  }
+}
+
+void ServerLoop::stop() {
+  stopping_ = true;
+  const uint64_t one = 1;
+  // The loop reads the flag after it wakes; a failed write cannot happen with an eventfd that
+  // is far from overflow.
+  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+}
+
+void ServerLoop::log(const std::string& message) const {
+  if (log_) {
+    log_(message);
+    return;
+  }
+  const std::string line = fmt::format("ranks: tcp store server on port {}: {}\n", port_, message);
+  std::fputs(line.c_str(), stderr);
+}
+
+void ServerLoop::run() {
+  while (!stopping_) {
+    try {
+      serve_once();
+    } catch (const std::exception& e) {
+      // A bug or resource exhaustion must not leave every client hanging without a word.
+      log(fmt::format("internal error in the server loop: {}", e.what()));
+    }
+  }
+  conns_.clear();
+}
+
+int ServerLoop::poll_timeout_ms() const {
+  std::optional<Clock::time_point> next = state_.next_deadline();
+  for (const auto& [id, c] : conns_) {
+    if (c.closing && (!next || c.close_by < *next)) next = c.close_by;
+  }
+  const auto now = Clock::now();
+  if (listener_paused_until_ > now && (!next || listener_paused_until_ < *next)) {
+    next = listener_paused_until_;
+  }
+  if (!next) return -1;
+  return static_cast<int>(std::min<int64_t>(remaining(*next).count(), 60'000));
+}
+
+void ServerLoop::serve_once() {
+  std::vector<pollfd> fds;
+  std::vector<ConnId> ids;
+  fds.push_back({wake_.get(), POLLIN, 0});
+  const bool listening = Clock::now() >= listener_paused_until_;
+  fds.push_back({listening ? listener_.get() : -1, POLLIN, 0});
+  for (auto& [id, c] : conns_) {
+    // A client that does not read its replies is not read from either (backpressure).
+    short events = backlogged(c) ? 0 : POLLIN;
+    if (c.out_sent < c.out.size()) events |= POLLOUT;
+    fds.push_back({c.fd.get(), events, 0});
+    ids.push_back(id);
+  }
+  if (::poll(fds.data(), fds.size(), poll_timeout_ms()) < 0) {
+    if (errno == EINTR) return;
+    throw RendezvousError(fmt::format("poll failed: {}", errno_text(errno)));
+  }
+  if (fds[0].revents != 0) {
+    uint64_t count = 0;
+    [[maybe_unused]] ssize_t n = ::read(wake_.get(), &count, sizeof count);
+    if (stopping_) return;
+  }
+  if (fds[1].revents != 0) accept_all();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const short revents = fds[i + 2].revents;
+    if (revents == 0) continue;
+    Connection& c = conns_.at(ids[i]);
+    try {
+      if (revents & (POLLIN | POLLHUP | POLLERR)) read_from(c);
+      if (!c.dead && (revents & POLLOUT)) {
+        write_to(c);
+        // Requests held back while the replies piled up.
+        if (!c.dead && !c.in.empty() && !backlogged(c)) process(c);
+      }
+    } catch (const std::bad_alloc&) {
+      drop(c, "out of memory while serving it");
+    }
+  }
+  std::vector<Answer> answers;
+  state_.expire(Clock::now(), answers);
+  publish_counts();
+  deliver(answers);
+  const auto now = Clock::now();
+  for (auto& [id, c] : conns_) {
+    if (c.closing && now >= c.close_by) c.dead = true;
+  }
+  reap();
+}
+
+void ServerLoop::accept_all() {
+  while (true) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    Fd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&address), &length,
+                    SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        log(fmt::format("cannot accept more clients for now: {}", errno_text(errno)));
+        listener_paused_until_ = Clock::now() + kAcceptPause;
+      }
+      return;  // EAGAIN, or a connection that went away before accept: nothing to do
+    }
+    set_no_delay(fd.get());
+    Connection c;
+    c.id = next_id_++;
+    c.peer = address_text(reinterpret_cast<sockaddr*>(&address), length);
+    c.fd = std::move(fd);
+    conns_.emplace(c.id, std::move(c));
+  }
+}
+
+void ServerLoop::read_from(Connection& c) {
+  uint8_t chunk[kReadChunk];
+  for (int round = 0; round < kReadsPerRound && !c.dead && !backlogged(c); ++round) {
+    const ssize_t n = ::recv(c.fd.get(), chunk, sizeof chunk, 0);
+    if (n > 0) {
+      if (!c.closing) {
+        c.in.insert(c.in.end(), chunk, chunk + n);
+        process(c);
+      }
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0 && errno == EINTR) continue;
+    // The peer closed (or reset) the connection.
+    if (c.closing || c.in.empty()) {
+      drop(c, "");
+    } else {
+      drop(c, fmt::format("it closed the connection in the middle of a request ({} bytes of it "
+                          "arrived)",
+                          c.in.size()));
+    }
+    return;
+  }
+}
+
+void ServerLoop::process(Connection& c) {
+  std::size_t used = 0;
+  while (!c.closing && !c.dead && !backlogged(c)) {
+    const std::size_t available = c.in.size() - used;
+    if (available == 0) break;
+    if (state_.parked(c.id)) {
+      reject(c, ErrorKind::Protocol,
+             "it sent another request while its get/wait was still waiting; a client sends one "
+             "request at a time");
+      break;
+    }
+    if (available < wire::kHeaderBytes) break;
+    const std::size_t length = load_u32(c.in.data() + used);
+    const std::size_t limit = c.hello_done ? max_frame_ : wire::kMaxHelloFrame;
+    if (length > limit) {
+      reject(c, ErrorKind::Protocol,
+             fmt::format("{} declares {} bytes, more than the {} this server accepts{}",
+                         c.hello_done ? "a request" : "its first message", length,
+                         describe_size(limit),
+                         c.hello_done ? "" : " before a hello (not a ranks store client?)"));
+      break;
+    }
+    if (available < wire::kHeaderBytes + length) break;
+    std::span<const uint8_t> body(c.in.data() + used + wire::kHeaderBytes, length);
+    used += wire::kHeaderBytes + length;
+    wire::Request request;
+    try {
+      request = wire::decode_request(body);
+    } catch (const DecodeError& e) {
+      reject(c, ErrorKind::Protocol,
+             fmt::format("malformed {}: {}{}", c.hello_done ? "request" : "first message", e.what(),
+                         c.hello_done ? "" : " (not a ranks store client?)"));
+      break;
+    }
+    if (!c.hello_done) {
+      hello(c, request);
+      continue;
+    }
+    if (request.op == Op::Hello) {
+      reject(c, ErrorKind::Protocol, "it sent a second hello on one connection");
+      break;
+    }
+    std::vector<Answer> answers;
+    state_.handle(c.id, request, Clock::now(), answers);
+    // Counts first: a client that has its reply may read them at once.
+    publish_counts();
+    deliver(answers);
+  }
+  if (c.closing) {
+    c.in.clear();
+  } else {
+    c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(used));
+  }
+}
+
+void ServerLoop::hello(Connection& c, const wire::Request& request) {
+  if (request.op != Op::Hello) {
+    reject(c, ErrorKind::Protocol,
+           fmt::format("its first request is {}, not hello (not a ranks store client?)",
+                       wire::op_name(request.op)));
+    return;
+  }
+  if (request.version != wire::kVersion) {
+    reject(c, ErrorKind::Rendezvous,
+           fmt::format("it speaks store protocol version {} and this server speaks version {}; "
+                       "run the same ranks release on every rank",
+                       request.version, wire::kVersion));
+    return;
+  }
+  if (!same_token(request.token, token_)) {
+    reject(c, ErrorKind::Rendezvous,
+           token_.empty()
+               ? std::string("it presented a token but this server has none; give the server "
+                             "and every client the same token")
+               : std::string("its token does not match the server's; give the server and every "
+                             "client the same token"));
+    return;
+  }
+  c.hello_done = true;
+  c.counted = true;
+  ++clients_;
+  state_.set_clients(clients_.load());
+  Reply reply;
+  reply.version = wire::kVersion;
+  reply.max_key = max_key_;
+  reply.max_value = max_value_;
+  queue(c, Op::Hello, reply);
+}
+
+void ServerLoop::deliver(std::vector<Answer>& answers) {
+  for (Answer& a : answers) {
+    auto it = conns_.find(a.conn);
+    if (it == conns_.end() || it->second.dead) continue;
+    queue(it->second, a.op, a.reply);
+  }
+  answers.clear();
+}
+
+void ServerLoop::queue(Connection& c, Op op, const Reply& reply) {
+  if (c.out_sent == c.out.size()) {
+    c.out.clear();
+    c.out_sent = 0;
+  }
+  const std::vector<uint8_t> body = wire::encode_reply(op, reply);
+  ByteWriter header;
+  header.u32(static_cast<uint32_t>(body.size()));
+  c.out.insert(c.out.end(), header.buffer().begin(), header.buffer().end());
+  c.out.insert(c.out.end(), body.begin(), body.end());
+  write_to(c);
+}
+
+void ServerLoop::write_to(Connection& c) {
+  while (c.out_sent < c.out.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c.out_sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    drop(c, "");  // the peer is gone; its reply has nobody to read it
+    return;
+  }
+  if (c.closing && !c.write_shut) {
+    ::shutdown(c.fd.get(), SHUT_WR);
+    c.write_shut = true;
+  }
+}
+
+void ServerLoop::reject(Connection& c, ErrorKind kind, const std::string& reason) {
+  log(fmt::format("closing the connection from {}: {}", c.peer, reason));
+  Reply reply;
+  reply.status = wire::Status::Error;
+  reply.error = kind;
+  reply.message = reason;
+  c.closing = true;
+  c.close_by = Clock::now() + kDrainTime;
+  uncount(c);
+  state_.forget(c.id);
+  publish_counts();
+  queue(c, Op::Hello, reply);
+}
+
+void ServerLoop::drop(Connection& c, const std::string& reason) {
+  if (!reason.empty()) log(fmt::format("closing the connection from {}: {}", c.peer, reason));
+  c.dead = true;
+}
+
+void ServerLoop::reap() {
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if (!it->second.dead) {
+      ++it;
+      continue;
+    }
+    state_.forget(it->first);
+    uncount(it->second);
+    it = conns_.erase(it);
+  }
+  state_.set_clients(clients_.load());
+  publish_counts();
+}
+
+bool ServerLoop::backlogged(const Connection& c) const {
+  return !c.closing && c.out.size() - c.out_sent > max_frame_;
+}
+
+void ServerLoop::uncount(Connection& c) {
+  if (!c.counted) return;
+  c.counted = false;
+  --clients_;
+}
+
+void ServerLoop::publish_counts() { parked_ = static_cast<int>(state_.parked_count()); }
+
+}  // namespace ranks::store

@@ -1,0 +1,39 @@
+#pragma once
+// How a TCP store client connects and how a TCP store server behaves.
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "ranks/store/defaults.hpp"
+
+namespace ranks {
+
+struct TCPStoreOptions {
+  // Clients connect here. The server listens on every interface, as torch's does, so that
+  // ranks on other nodes reach it under the name the launcher gives them.
+  std::string host = "127.0.0.1";
+  // The server's port. A server given 0 picks a free one; read it back with port().
+  int port = 0;
+  // How many clients the job will have, shown in timeout messages ("3/4 clients connected");
+  // -1: unknown. Unlike torch, the server does not block until that many have connected: the
+  // rendezvous on top (a barrier through the store) decides what to wait for.
+  int world_size = -1;
+  // Whether this store also hosts the server (rank 0 or the launcher).
+  bool is_server = false;
+  // The deadline of every call: connecting, get(), and each request's reply.
+  std::chrono::milliseconds timeout = kDefaultStoreTimeout;
+  // A shared secret. A client whose token differs from the server's is turned away before it
+  // can read or write any key. Empty on both sides: no check.
+  std::string token;
+
+  // The server's limits; clients learn them at the handshake and check before they send.
+  std::size_t max_key_bytes = kDefaultMaxKeyBytes;
+  std::size_t max_value_bytes = kDefaultMaxValueBytes;
+  // Where the server reports connections it closes for a reason (garbage, wrong token, ...).
+  // Called on the server's thread. Empty: one line on stderr.
+  std::function<void(const std::string&)> log;
+};
+
+}  // namespace ranks

@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""A real rank that dies must not leave the others hanging.
+
+  check_run_failure.py RANKS_CLI PROGRAM
+
+Runs `ranks run -n 3 --backend gloo -- PROGRAM` with CRASH_RANK=1 (the program aborts on that
+rank mid-job) and checks that ranks run returns non-zero, names rank 1 as the first failure and
+how it died, and that the other ranks were stopped or failed on their own (the command returned:
+ctest's timeout catches a hang).
+"""
+import os
+import subprocess
+import sys
+
+
+def main():
+    ranks_cli, program = sys.argv[1], sys.argv[2]
+    env = dict(os.environ, CRASH_RANK="1", RANKS_TIMEOUT="60")
+    done = subprocess.run([ranks_cli, "run", "-n", "3", "--backend", "gloo", "--grace", "20", "--",
+                           program], capture_output=True, text=True, env=env, timeout=100)
+    output = done.stdout + done.stderr
+    failures = []
+    if done.returncode == 0:
+        failures.append("ranks run exited 0")
+    if "ranks run: rank 1 (pid" not in done.stderr:
+        failures.append("the report does not name rank 1 as the first failure")
+    if "killed by signal 6" not in done.stderr:
+        failures.append("the report does not say rank 1 died on SIGABRT")
+    if failures:
+        print(output)
+        sys.exit("check_run_failure: " + "; ".join(failures))
+    print("ranks run named the crashed rank and stopped the job")
+
+
+if __name__ == "__main__":
+    main()

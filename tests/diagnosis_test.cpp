@@ -1,0 +1,690 @@
+// Diagnosis of runs that cannot go on: wait-for cycles (rings of receives, cycles through a
+// collective, none through a finished rank or an any-source receive), where the ranks missing
+// from a stuck collective are instead, the report rows' peer/dtype/count, a 10,000-rank deadlock
+// that stays a paragraph, timeouts versus deadlocks, seeded schedules that expose and replay a
+// race, and the Chrome trace.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace ranks::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string site(int line) { return fmt::format("diagnosis_test.cpp:{}", line); }
+
+const sim::RankReport& row(const sim::Report& report, int rank) {
+  return report.ranks.at(static_cast<size_t>(rank));
+}
+
+// --- wait-for cycles --------------------------------------------------------------------------
+
+class RingOfReceives : public ::testing::TestWithParam<int> {};
+
+TEST_P(RingOfReceives, ForwardRingIsListedInOrder) {
+  const int n = GetParam();
+  sim::Report report = simulate(n, [n] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    recv(t, (get_rank() + 1) % n);  // rank r waits for r+1
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  std::vector<int> want(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) want[static_cast<size_t>(r)] = r;
+  EXPECT_EQ(report.cycle, want);
+  if (n <= 5) {
+    std::string arrows;
+    for (int r = 0; r < n; ++r) arrows += fmt::format("{} → ", r);
+    EXPECT_TRUE(Contains(report.message, "wait-for cycle: " + arrows + "0."));
+    EXPECT_TRUE(Contains(report.to_text(), "wait-for cycle: " + arrows + "0"));
+  }
+  auto json = nlohmann::json::parse(report.to_json());
+  EXPECT_EQ(json["cycle"].get<std::vector<int>>(), want);
+}
+
+TEST_P(RingOfReceives, ReverseRingStartsAtZeroAndGoesDown) {
+  const int n = GetParam();
+  sim::Report report = simulate(n, [n] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    recv(t, (get_rank() + n - 1) % n);  // rank r waits for r-1
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  std::vector<int> want = {0};
+  for (int r = n - 1; r >= 1; --r) want.push_back(r);
+  EXPECT_EQ(report.cycle, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sim, RingOfReceives, ::testing::Values(2, 3, 5, 1000),
+                         [](const auto& param) { return fmt::format("n{}", param.param); });
+
+TEST(WaitForCycle, ThroughACollectiveListsRanksOnly) {
+  // Rank 0 is in the barrier, which waits for rank 1; rank 1 waits for a message from rank 0.
+  int barrier_line = 0, recv_line = 0;
+  sim::Report report = simulate(4, [&] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 1) {
+      recv_line = __LINE__ + 1;
+      recv(t, 0);
+    } else {
+      barrier_line = __LINE__ + 1;
+      barrier();
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_EQ(report.cycle, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(Contains(report.message, "wait-for cycle: 0 → 1 → 0."));
+  EXPECT_TRUE(Contains(report.message,
+                       "3 of 4 arrived; missing: rank 1 is in recv on group "
+                       "'world' seq 0 at " +
+                           site(recv_line)));
+  EXPECT_EQ(row(report, 1).op, "recv");
+  EXPECT_EQ(row(report, 0).where, site(barrier_line));
+}
+
+TEST(WaitForCycle, ALongerCycleThroughACollective) {
+  // 0 (barrier, missing 1 and 2) → 1 (recv from 2) → 2 (recv from 0) → 0.
+  sim::Report report = simulate(4, [] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    switch (get_rank()) {
+      case 1:
+        recv(t, 2);
+        break;
+      case 2:
+        recv(t, 0);
+        break;
+      default:
+        barrier();
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_EQ(report.cycle, (std::vector<int>{0, 1, 2}));
+}
+
+TEST(WaitForCycle, ARankWaitingOnACycleIsNotInIt) {
+  // 0 → 2 → 1 → 2: the cycle is 1 → 2, listed from its smallest rank.
+  sim::Report report = simulate(3, [] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    recv(t, get_rank() == 2 ? 1 : 2);
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_EQ(report.cycle, (std::vector<int>{1, 2}));
+  EXPECT_TRUE(Contains(report.message, "wait-for cycle: 1 → 2 → 1."));
+}
+
+TEST(WaitForCycle, NoneWhenTheMissingRankFinished) {
+  sim::Report collective = simulate(4, [] {
+    if (get_rank() == 3) return;
+    barrier();
+  });
+  EXPECT_EQ(collective.outcome, sim::Outcome::Deadlock) << collective.to_text();
+  EXPECT_TRUE(collective.cycle.empty());
+  EXPECT_FALSE(Contains(collective.message, "cycle"));
+  EXPECT_TRUE(Contains(collective.to_json(), "\"cycle\": []"));
+
+  sim::Report p2p = simulate(3, [] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 2) return;
+    recv(t, get_rank() + 1);  // 0 → 1 → 2, which finished
+  });
+  EXPECT_EQ(p2p.outcome, sim::Outcome::Deadlock) << p2p.to_text();
+  EXPECT_TRUE(p2p.cycle.empty());
+}
+
+TEST(WaitForCycle, AnAnySourceReceiveContributesNoEdge) {
+  auto run = [](int rank0_source) {
+    return simulate(3, [rank0_source] {
+      Tensor t = Tensor::zeros({1}, DType::Int32);
+      switch (get_rank()) {
+        case 0:
+          recv(t, rank0_source);
+          break;
+        case 1:
+          recv(t, 2);
+          break;
+        default:
+          recv(t, 0);
+      }
+    });
+  };
+  sim::Report any = run(any_source);
+  EXPECT_EQ(any.outcome, sim::Outcome::Deadlock) << any.to_text();
+  EXPECT_TRUE(any.cycle.empty()) << any.to_text();
+  EXPECT_TRUE(Contains(any.message, "rank 0 in recv from any source"));
+  // The same program with a named source is a cycle.
+  sim::Report named = run(1);
+  EXPECT_EQ(named.cycle, (std::vector<int>{0, 1, 2}));
+}
+
+// --- where the missing ranks are --------------------------------------------------------------
+
+TEST(StuckCollective, SaysWhoArrivedAndWhereEachMissingRankIsInstead) {
+  int barrier_line = 0, recv3_line = 0, recv4_line = 0;
+  sim::Report report = simulate(5, [&] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    switch (get_rank()) {
+      case 2:
+        return;  // finished without the barrier
+      case 3:
+        recv3_line = __LINE__ + 1;
+        recv(t, 4);
+        return;
+      case 4:
+        recv4_line = __LINE__ + 1;
+        recv(t, any_source, {}, 6);
+        return;
+      default:
+        barrier_line = __LINE__ + 1;
+        barrier();
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_TRUE(report.cycle.empty());
+  EXPECT_TRUE(Contains(report.message, "deadlock at virtual time 0 ns"));
+  EXPECT_TRUE(Contains(report.message, "4 of 5 ranks are blocked"));
+  EXPECT_TRUE(Contains(
+      report.message,
+      fmt::format("ranks 0-1 in barrier on group 'world' seq 0 at {} (2 of 5 arrived; missing: "
+                  "rank 2 finished without calling it, rank 3 is in recv on group 'world' seq 0 "
+                  "at {}, rank 4 is in recv on group 'world' seq 0 at {})",
+                  site(barrier_line), site(recv3_line), site(recv4_line))));
+  EXPECT_TRUE(Contains(report.message,
+                       fmt::format("rank 3 in recv from rank 4 on group 'world' p2p seq 0, 1 x "
+                                   "int32 at {} (rank 4 has sent no message with tag 0)",
+                                   site(recv3_line))));
+  EXPECT_TRUE(Contains(report.message,
+                       fmt::format("rank 4 in recv from any source on group 'world' p2p seq 0, 1 "
+                                   "x int32 at {} (no rank has sent a message with tag 6)",
+                                   site(recv4_line))));
+  EXPECT_EQ(row(report, 2).state, "finished");
+  for (int r : {0, 1, 3, 4}) EXPECT_EQ(row(report, r).state, "blocked") << "rank " << r;
+  EXPECT_TRUE(Contains(row(report, 0).error, "blocked forever"));
+}
+
+// When a rank failed first, the ranks left waiting are woken with a RankFailure that says where
+// the missing rank is; the report's message stays the first failure's.
+TEST(StuckCollective, AMissingRankThatFailedIsNamedWithItsError) {
+  int line = 0;
+  std::vector<std::string> told(3);
+  sim::Report report = simulate(3, [&] {
+    if (get_rank() == 2) throw std::runtime_error("out of memory, say");
+    try {
+      line = __LINE__ + 1;
+      barrier();
+    } catch (const RankFailure& e) {
+      told[static_cast<size_t>(get_rank())] = e.what();
+      throw;
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Error) << report.to_text();
+  EXPECT_EQ(report.message, "rank 2 failed: out of memory, say");
+  for (int r : {0, 1}) {
+    SCOPED_TRACE(fmt::format("rank {}", r));
+    const std::string& what = told[static_cast<size_t>(r)];
+    EXPECT_TRUE(Contains(what, "rank 2 failed first (error: out of memory, say)"));
+    EXPECT_TRUE(Contains(what, fmt::format("ranks 0-1 in barrier on group 'world' seq 0 at {} (2 "
+                                           "of 3 arrived; missing: rank 2 failed: out of memory, "
+                                           "say)",
+                                           site(line))));
+    EXPECT_EQ(row(report, r).state, "blocked");
+    EXPECT_EQ(row(report, r).error,
+              "blocked on a failed rank: 2 of 3 ranks arrived; not arrived: "
+              "rank 2");
+  }
+}
+
+TEST(StuckCollective, AMissingRankThatCrashedIsNamedAsCrashed) {
+  // nccl survivors wait for their watchdog. With a timeout no run can reach (they wait from 1 ms,
+  // and 1 ms + the timeout is past the end of the clock) there is none, so the run is stuck on a
+  // crashed rank.
+  sim::Options options = default_options();
+  options.backend = "nccl";
+  options.timeout = std::chrono::milliseconds(std::chrono::nanoseconds::max().count() / 1'000'000);
+  options.faults = {"crash:rank=2,op=1"};
+  int line = 0;
+  std::vector<std::string> told(3);
+  sim::Report report = simulate(
+      3,
+      [&] {
+        sleep_for(1ms);
+        try {
+          line = __LINE__ + 1;
+          barrier();
+        } catch (const RankFailure& e) {
+          told[static_cast<size_t>(get_rank())] = e.what();
+          throw;
+        }
+      },
+      options);
+  EXPECT_EQ(report.outcome, sim::Outcome::Crash) << report.to_text();
+  EXPECT_EQ(report.virtual_time, 1ms);
+  EXPECT_TRUE(Contains(report.message, "rank 2 crashed (fault 'crash:rank=2,op=1')"));
+  EXPECT_EQ(row(report, 2).state, "crashed");
+  for (int r : {0, 1}) {
+    SCOPED_TRACE(fmt::format("rank {}", r));
+    const std::string& what = told[static_cast<size_t>(r)];
+    EXPECT_TRUE(Contains(what, "rank 2 failed first (crash: rank 2 crashed"));
+    EXPECT_TRUE(Contains(what, fmt::format("ranks 0-1 in barrier on group 'world' seq 0 at {} (2 "
+                                           "of 3 arrived; missing: rank 2 crashed)",
+                                           site(line))));
+    EXPECT_EQ(row(report, r).state, "blocked");
+    EXPECT_EQ(row(report, r).error,
+              "blocked on a failed rank: 2 of 3 ranks arrived; not arrived: "
+              "rank 2");
+  }
+}
+
+// --- peer, dtype and count in the rows --------------------------------------------------------
+
+TEST(ReportRows, CarryPeerDtypeAndCount) {
+  sim::Report report = simulate(5, [] {
+    const int rank = get_rank();
+    Group g = new_group({1, 2, 3});
+    switch (rank) {
+      case 0: {
+        Tensor t = Tensor::zeros({3}, DType::Float32);
+        recv(t, any_source);  // tag 0: never sent
+        return;
+      }
+      case 4: {
+        Tensor t = Tensor::zeros({2}, DType::Float64);
+        send(t, 0, {}, 9);  // tag 9: never received
+        return;
+      }
+      case 3:
+        return;  // the broadcast's third member never comes
+      default: {
+        Tensor t = Tensor::zeros({4}, DType::Int64);
+        broadcast(t, 1, g);  // group rank 1 is global rank 2
+      }
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_EQ(row(report, 0).op, "recv");
+  EXPECT_EQ(row(report, 0).peer, std::optional<int>(-1));
+  EXPECT_EQ(row(report, 0).dtype, "float32");
+  EXPECT_EQ(row(report, 0).count, 3);
+  for (int r : {1, 2}) {
+    SCOPED_TRACE(fmt::format("rank {}", r));
+    EXPECT_EQ(row(report, r).op, "broadcast");
+    EXPECT_EQ(row(report, r).group, "world/1,2,3");
+    EXPECT_EQ(row(report, r).seq, 0);
+    EXPECT_EQ(row(report, r).peer, std::optional<int>(2));
+    EXPECT_EQ(row(report, r).dtype, "int64");
+    EXPECT_EQ(row(report, r).count, 4);
+  }
+  EXPECT_EQ(row(report, 3).state, "finished");
+  EXPECT_EQ(row(report, 3).peer, std::nullopt);
+  EXPECT_EQ(row(report, 3).count, -1);
+  EXPECT_EQ(row(report, 4).op, "send");
+  EXPECT_EQ(row(report, 4).peer, std::optional<int>(0));
+  EXPECT_EQ(row(report, 4).dtype, "float64");
+  EXPECT_EQ(row(report, 4).count, 2);
+
+  auto json = nlohmann::json::parse(report.to_json());
+  EXPECT_EQ(json["ranks"][0]["peer"], -1);
+  EXPECT_EQ(json["ranks"][1]["peer"], 2);
+  EXPECT_EQ(json["ranks"][1]["dtype"], "int64");
+  EXPECT_EQ(json["ranks"][1]["count"], 4);
+  EXPECT_EQ(json["ranks"][4]["peer"], 0);
+  EXPECT_FALSE(json["ranks"][3].contains("peer"));
+  EXPECT_TRUE(Contains(report.to_text(), "blocked in recv from any source [3 x float32]"));
+  EXPECT_TRUE(Contains(report.to_text(), "blocked in broadcast (root 2) [4 x int64]"));
+  EXPECT_TRUE(Contains(report.to_text(), "blocked in send to rank 0 [2 x float64]"));
+  EXPECT_TRUE(Contains(report.message,
+                       "ranks 1-2 in broadcast (root rank 2) on group "
+                       "'world/1,2,3' seq 0, 4 x int64"));
+}
+
+TEST(ReportRows, RootOfAGatherInASubGroupIsItsGlobalRank) {
+  sim::Report report = simulate(4, [] {
+    Group g = new_group({1, 2, 3});
+    if (get_rank() == 0 || get_rank() == 1) return;
+    Tensor t = Tensor::zeros({5}, DType::UInt8);
+    gather(t, 2, g);  // group rank 2 is global rank 3; global 1 never comes
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  for (int r : {2, 3}) {
+    SCOPED_TRACE(fmt::format("rank {}", r));
+    EXPECT_EQ(row(report, r).op, "gather");
+    EXPECT_EQ(row(report, r).peer, std::optional<int>(3));
+    EXPECT_EQ(row(report, r).dtype, "uint8");
+    EXPECT_EQ(row(report, r).count, 5);
+  }
+  EXPECT_TRUE(Contains(report.message, "2 of 3 arrived; missing: rank 1 finished"));
+}
+
+TEST(ReportRows, BarrierHasNoPeerNorTensor) {
+  sim::Report report = simulate(2, [] {
+    if (get_rank() == 0) barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_EQ(row(report, 0).op, "barrier");
+  EXPECT_EQ(row(report, 0).peer, std::nullopt);
+  EXPECT_EQ(row(report, 0).dtype, "");
+  EXPECT_EQ(row(report, 0).count, -1);
+}
+
+// --- 10,000 ranks ------------------------------------------------------------------------------
+
+TEST(Scale, TenThousandRankDeadlockStaysAParagraphWithEveryRow) {
+  const int n = 10'000;
+  int line = 0;
+  sim::Report report = simulate(n, [&] {
+    if (get_rank() == 0) return;
+    line = __LINE__ + 1;
+    barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock);
+  EXPECT_LT(report.message.size(), 4096u) << report.message;
+  EXPECT_TRUE(Contains(report.message, "9999 of 10000 ranks are blocked"));
+  EXPECT_TRUE(Contains(report.message,
+                       fmt::format("ranks 1-9999 in barrier on group 'world' seq 0 at {} (9999 of "
+                                   "10000 arrived; missing: rank 0 finished without calling it)",
+                                   site(line))));
+  ASSERT_EQ(report.ranks.size(), static_cast<size_t>(n));
+  EXPECT_EQ(report.ranks[0].state, "finished");
+  for (int r = 1; r < n; ++r) {
+    const auto& rr = report.ranks[static_cast<size_t>(r)];
+    if (rr.rank != r || rr.state != "blocked" || rr.op != "barrier" || rr.where != site(line)) {
+      ADD_FAILURE() << "row " << r << ": rank " << rr.rank << " " << rr.state << " " << rr.op
+                    << " at " << rr.where;
+      break;
+    }
+  }
+  auto json = nlohmann::json::parse(report.to_json());
+  EXPECT_EQ(json["ranks"].size(), static_cast<size_t>(n));
+  EXPECT_EQ(json["ranks"][n - 1]["state"], "blocked");
+  // The text report folds the 9,999 identical rows into one line.
+  EXPECT_TRUE(Contains(report.to_text(), "ranks 1-9999"));
+  EXPECT_LT(report.to_text().size(), 4096u);
+}
+
+TEST(Scale, TenThousandRanksAtAlternatingCallSitesStillCountTheRest) {
+  // Odd and even ranks wait in the same barrier from different lines, so no two neighbours fold:
+  // the message shows 12 entries and counts the other 9,987 blocked ranks.
+  const int n = 10'000;
+  int odd_line = 0, even_line = 0;
+  sim::Report report = simulate(n, [&] {
+    const int rank = get_rank();
+    if (rank == 0) return;
+    if (rank % 2 == 1) {
+      odd_line = __LINE__ + 1;
+      barrier();
+    } else {
+      even_line = __LINE__ + 1;
+      barrier();
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock);
+  EXPECT_LT(report.message.size(), 4096u) << report.message;
+  EXPECT_TRUE(Contains(report.message, "9999 of 10000 ranks are blocked"));
+  EXPECT_TRUE(Contains(report.message, "and 9987 more blocked ranks"));
+  EXPECT_TRUE(
+      Contains(report.message,
+               fmt::format("rank 12 in barrier on group 'world' seq 0 at {}", site(even_line))));
+  EXPECT_FALSE(Contains(report.message, "rank 13 in barrier"));
+  ASSERT_EQ(report.ranks.size(), static_cast<size_t>(n));
+  EXPECT_EQ(report.ranks[9999].where, site(odd_line));
+  EXPECT_EQ(report.ranks[9998].where, site(even_line));
+}
+
+// --- timeouts versus deadlocks ------------------------------------------------------------------
+
+TEST(TimeoutOrDeadlock, ASleepingStragglerIsATimeout) {
+  sim::Report report = simulate(3, [] {
+    if (get_rank() == 0) sleep_for(40min);
+    barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Timeout) << report.to_text();
+  EXPECT_EQ(report.virtual_time, 30min);
+  EXPECT_TRUE(Contains(report.message, "timed out after 30 min in barrier"));
+  EXPECT_FALSE(Contains(report.message, "deadlock"));
+  for (int r : {1, 2}) {
+    EXPECT_EQ(row(report, r).state, "failed") << "rank " << r;
+    EXPECT_TRUE(Contains(row(report, r).error, "timed out")) << "rank " << r;
+  }
+}
+
+TEST(TimeoutOrDeadlock, ARankThatLeftIsADeadlockAtOnceNotATimeoutLater) {
+  // Rank 0 sleeps 10 min and then returns without the barrier. From then on nothing can change:
+  // the report says so at 10 min rather than waiting for the 30 min timeout.
+  sim::Report report = simulate(3, [] {
+    if (get_rank() == 0) {
+      sleep_for(10min);
+      return;
+    }
+    barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  EXPECT_EQ(report.virtual_time, 10min);
+  EXPECT_TRUE(Contains(report.message, "deadlock at virtual time 10 min"));
+  EXPECT_TRUE(Contains(report.message, "no event is pending"));
+  EXPECT_FALSE(Contains(report.message, "timed out"));
+  for (int r : {1, 2}) {
+    EXPECT_EQ(row(report, r).state, "blocked") << "rank " << r;
+    EXPECT_TRUE(Contains(row(report, r).error, "blocked forever")) << "rank " << r;
+  }
+}
+
+TEST(TimeoutOrDeadlock, AStragglerThatNeverComesButSleepsPastTheTimeoutIsATimeout) {
+  // While rank 0 sleeps, it could still arrive: the waiters' timeout fires first.
+  sim::Report report = simulate(2, [] {
+    if (get_rank() == 0) {
+      sleep_for(31min);
+      return;
+    }
+    barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Timeout) << report.to_text();
+  EXPECT_EQ(report.virtual_time, 30min);
+}
+
+// --- seeded schedules
+// -----------------------------------------------------------------------------
+
+// Ranks 1 and 2 each send their rank to rank 0, which insists the first came from rank 1.
+sim::Report any_source_race(uint64_t seed) {
+  sim::Options options = default_options();
+  options.seed = seed;
+  return simulate(
+      3,
+      [] {
+        const int rank = get_rank();
+        if (rank != 0) {
+          send(Tensor::of<int32_t>({rank}), 0);
+          return;
+        }
+        Tensor t = Tensor::zeros({1}, DType::Int32);
+        int first = recv(t, any_source);
+        if (first != 1 || t.item<int32_t>() != 1) {
+          throw std::runtime_error(fmt::format("first message came from rank {}", first));
+        }
+        recv(t, any_source);
+      },
+      options);
+}
+
+TEST(Seeds, AnAnySourceRaceIsExposedBySomeSeedAndReplays) {
+  sim::Report fifo = any_source_race(0);
+  EXPECT_EQ(fifo.outcome, sim::Outcome::Ok) << fifo.to_text();
+  std::optional<uint64_t> failing;
+  for (uint64_t seed = 1; seed <= 20 && !failing; ++seed) {
+    if (any_source_race(seed).outcome != sim::Outcome::Ok) failing = seed;
+  }
+  ASSERT_TRUE(failing.has_value()) << "no seed in 1..20 exposed the race";
+  sim::Report a = any_source_race(*failing);
+  sim::Report b = any_source_race(*failing);
+  EXPECT_EQ(a.outcome, sim::Outcome::Error) << a.to_text();
+  EXPECT_EQ(a.seed, *failing);
+  EXPECT_TRUE(Contains(a.message, "rank 0 failed: first message came from rank 2"));
+  EXPECT_EQ(row(a, 0).state, "failed");
+  // Rank 1's message is never received.
+  EXPECT_EQ(row(a, 1).state, "blocked");
+  EXPECT_EQ(row(a, 1).op, "send");
+  EXPECT_EQ(a.to_json(), b.to_json());
+  EXPECT_EQ(a.to_text(), b.to_text());
+  EXPECT_TRUE(Contains(a.to_json(), fmt::format("\"seed\": {}", *failing)));
+}
+
+// --- traces ------------------------------------------------------------------------------------
+
+nlohmann::json run_traced(int n, const std::function<void()>& body, sim::Options options,
+                          const std::string& name, sim::Report* report = nullptr) {
+  auto path = std::filesystem::path(::testing::TempDir()) / ("ranks_diagnosis_" + name + ".json");
+  options.trace = path;
+  sim::Report r = simulate(n, body, options);
+  if (report) *report = r;
+  std::ifstream in(path);
+  auto json = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  return json;
+}
+
+std::vector<nlohmann::json> events(const nlohmann::json& trace, const std::string& ph, int tid) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == ph && e["tid"] == tid) out.push_back(e);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a["ts"].template get<double>() < b["ts"].template get<double>();
+  });
+  return out;
+}
+
+TEST(Trace, OneTrackPerRankAndASlicePerOp) {
+  int barrier_line = 0, reduce_line = 0, send_line = 0, recv_line = 0;
+  sim::Report report;
+  nlohmann::json trace = run_traced(
+      3,
+      [&] {
+        const int rank = get_rank();
+        if (rank == 0) sleep_for(1s);
+        barrier_line = __LINE__ + 1;
+        barrier();
+        Tensor t = Tensor::of<int32_t>({rank});
+        reduce_line = __LINE__ + 1;
+        all_reduce(t);
+        if (rank == 0) {
+          send_line = __LINE__ + 1;
+          send(t, 1);
+        } else if (rank == 1) {
+          recv_line = __LINE__ + 1;
+          recv(t, 0);
+        }
+      },
+      default_options(), "ok", &report);
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  for (int r = 0; r < 3; ++r) {
+    auto meta = events(trace, "M", r);
+    ASSERT_EQ(meta.size(), 1u) << "rank " << r;
+    EXPECT_EQ(meta[0]["name"], "thread_name");
+    EXPECT_EQ(meta[0]["args"]["name"], fmt::format("rank {}", r));
+  }
+  struct Slice {
+    std::string name, group;
+    int64_t seq;
+    std::string where;
+    double ts, dur;  // microseconds
+  };
+  auto slices = [&](int r) {
+    std::vector<Slice> out;
+    for (const auto& e : events(trace, "X", r)) {
+      out.push_back({e["name"].get<std::string>(), e["args"]["group"].get<std::string>(),
+                     e["args"]["seq"].get<int64_t>(), e["args"]["where"].get<std::string>(),
+                     e["ts"].get<double>(), e["dur"].get<double>()});
+    }
+    return out;
+  };
+  auto r0 = slices(0), r1 = slices(1), r2 = slices(2);
+  ASSERT_EQ(r0.size(), 4u);
+  ASSERT_EQ(r1.size(), 3u);
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r0[0].name, "sleep_for");
+  EXPECT_EQ(r0[0].dur, 1e6);
+  EXPECT_EQ(r0[1].name, "barrier");
+  EXPECT_EQ(r0[1].ts, 1e6);
+  EXPECT_EQ(r0[1].dur, 0.0);
+  EXPECT_EQ(r0[3].name, "send");
+  EXPECT_EQ(r0[3].group, "world");
+  EXPECT_EQ(r0[3].seq, 0);
+  EXPECT_EQ(r0[3].where, site(send_line));
+  // Rank 1 waited in the barrier for the whole second: its blocked time is the slice.
+  EXPECT_EQ(r1[0].name, "barrier");
+  EXPECT_EQ(r1[0].group, "world");
+  EXPECT_EQ(r1[0].seq, 0);
+  EXPECT_EQ(r1[0].where, site(barrier_line));
+  EXPECT_EQ(r1[0].ts, 0.0);
+  EXPECT_EQ(r1[0].dur, 1e6);
+  EXPECT_EQ(r1[1].name, "all_reduce");
+  EXPECT_EQ(r1[1].seq, 1);
+  EXPECT_EQ(r1[1].where, site(reduce_line));
+  EXPECT_EQ(r1[2].name, "recv");
+  EXPECT_EQ(r1[2].where, site(recv_line));
+  EXPECT_EQ(r2[1].name, "all_reduce");
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(events(trace, "i", r).empty()) << "rank " << r;
+}
+
+TEST(Trace, MarksACrashAndTheFailuresItCauses) {
+  sim::Options options = default_options();
+  options.backend = "gloo";
+  options.faults = {"crash:rank=1,op=2"};
+  sim::Report report;
+  nlohmann::json trace = run_traced(
+      3,
+      [] {
+        barrier();
+        if (get_rank() == 1) sleep_for(2s);
+        barrier();
+      },
+      options, "crash", &report);
+  EXPECT_EQ(report.outcome, sim::Outcome::Crash) << report.to_text();
+  auto crashed = events(trace, "i", 1);
+  ASSERT_EQ(crashed.size(), 1u);
+  EXPECT_EQ(crashed[0]["name"], "crashed");
+  EXPECT_EQ(crashed[0]["ts"].get<double>(), 2e6);
+  EXPECT_TRUE(Contains(crashed[0]["args"]["detail"].get<std::string>(), "crash:rank=1,op=2"));
+  for (int r : {0, 2}) {
+    auto failed = events(trace, "i", r);
+    ASSERT_EQ(failed.size(), 1u) << "rank " << r;
+    EXPECT_EQ(failed[0]["name"], "failed");
+    EXPECT_EQ(failed[0]["ts"].get<double>(), 2e6);
+    EXPECT_TRUE(Contains(failed[0]["args"]["detail"].get<std::string>(), "lost rank 1"));
+    // Only the first barrier completed.
+    auto done = events(trace, "X", r);
+    ASSERT_EQ(done.size(), 1u) << "rank " << r;
+    EXPECT_EQ(done[0]["name"], "barrier");
+  }
+}
+
+TEST(Trace, MarksATimeoutWhereItHappened) {
+  sim::Report report;
+  nlohmann::json trace = run_traced(
+      2,
+      [] {
+        if (get_rank() == 0) sleep_for(31min);
+        barrier();
+      },
+      default_options(), "timeout", &report);
+  EXPECT_EQ(report.outcome, sim::Outcome::Timeout) << report.to_text();
+  auto failed = events(trace, "i", 1);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["name"], "failed");
+  EXPECT_EQ(failed[0]["ts"].get<double>(), 30.0 * 60 * 1e6);
+  EXPECT_TRUE(Contains(failed[0]["args"]["detail"].get<std::string>(), "timed out"));
+}
+
+}  // namespace
+}  // namespace ranks::testing

@@ -1,0 +1,273 @@
+// `ranks run -n N [--backend B] [--nnodes K --node-rank I --master-addr H --master-port P]
+//  -- PROGRAM ARGS`: torchrun-style. Starts N local processes with RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and RANKS_BACKEND), prefixes their output with
+// the rank, and when one exits non-zero or dies on a signal, stops the others and says which
+// rank failed first, how, and its last lines of output.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+
+namespace ranks::cli {
+
+namespace {
+
+struct RunArgs {
+  int nproc = 0;
+  std::string backend;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: a free port on this host (single node)
+  double grace_seconds = 5;
+  std::vector<std::string> program;
+};
+
+struct Child {
+  int rank = 0;
+  pid_t pid = -1;
+  int out = -1;  // stdout and stderr, merged
+  std::string partial;
+  std::deque<std::string> tail;  // last lines, for the failure report
+  bool exited = false;
+  int status = 0;
+};
+
+constexpr size_t kTailLines = 20;
+
+// SIGCHLD writes here, so the poll loop wakes the moment a rank dies and reaps ranks in the
+// order they died: the first failure reported is the real first one.
+int child_exited_pipe[2] = {-1, -1};
+
+void on_child_exit(int) {
+  int saved = errno;
+  [[maybe_unused]] ssize_t n = write(child_exited_pipe[1], "x", 1);
+  errno = saved;
+}
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error(fmt::format("cannot find a free port: {}", std::strerror(errno)));
+  }
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+void spawn(Child& child, const RunArgs& args, int port) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  std::fflush(nullptr);
+  child.pid = fork();
+  if (child.pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child.pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    const int local = child.rank - args.node_rank * args.nproc;
+    setenv("RANK", std::to_string(child.rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(args.nproc * args.nnodes).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+    setenv("LOCAL_WORLD_SIZE", std::to_string(args.nproc).c_str(), 1);
+    setenv("GROUP_RANK", std::to_string(args.node_rank).c_str(), 1);
+    setenv("MASTER_ADDR", args.master_addr.c_str(), 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    if (!args.backend.empty()) setenv("RANKS_BACKEND", args.backend.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& arg : args.program) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "ranks run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  child.out = pipe_fds[0];
+}
+
+// Forwards complete lines with the rank in front; keeps the last ones.
+void forward(Child& child, bool flush_partial) {
+  char buffer[4096];
+  ssize_t n = read(child.out, buffer, sizeof(buffer));
+  if (n > 0) child.partial.append(buffer, static_cast<size_t>(n));
+  if (n <= 0) {
+    close(child.out);
+    child.out = -1;
+    flush_partial = true;
+  }
+  size_t start = 0;
+  for (size_t newline; (newline = child.partial.find('\n', start)) != std::string::npos;
+       start = newline + 1) {
+    std::string line = child.partial.substr(start, newline - start);
+    std::printf("[rank %d] %s\n", child.rank, line.c_str());
+    child.tail.push_back(line);
+    if (child.tail.size() > kTailLines) child.tail.pop_front();
+  }
+  child.partial.erase(0, start);
+  if (flush_partial && !child.partial.empty()) {
+    std::printf("[rank %d] %s\n", child.rank, child.partial.c_str());
+    child.tail.push_back(child.partial);
+    child.partial.clear();
+  }
+  std::fflush(stdout);
+}
+
+std::string how(int status) {
+  if (WIFSIGNALED(status)) {
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  }
+  return fmt::format("exited with status {}", WEXITSTATUS(status));
+}
+
+int run(const RunArgs& args) {
+  const int port = args.master_port != 0 ? args.master_port : free_port();
+  if (pipe2(child_exited_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw std::runtime_error("pipe failed");
+  struct sigaction action {};
+  action.sa_handler = on_child_exit;
+  action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &action, nullptr);
+  std::vector<Child> children(static_cast<size_t>(args.nproc));
+  for (int i = 0; i < args.nproc; ++i) {
+    children[static_cast<size_t>(i)].rank = args.node_rank * args.nproc + i;
+    spawn(children[static_cast<size_t>(i)], args, port);
+  }
+  const Child* first_failure = nullptr;
+  std::chrono::steady_clock::time_point failed_at{};
+  constexpr auto kBlameWindow = std::chrono::milliseconds(300);
+  std::chrono::steady_clock::time_point kill_at{};
+  bool terminated = false, killed = false;
+  for (;;) {
+    std::vector<pollfd> fds = {{child_exited_pipe[0], POLLIN, 0}};
+    for (const Child& c : children) {
+      if (c.out >= 0) fds.push_back({c.out, POLLIN, 0});
+    }
+    // Output and deaths wake us at once; the timeout only paces the SIGKILL deadline.
+    poll(fds.data(), fds.size(), 100);
+    char drain[64];
+    while (read(child_exited_pipe[0], drain, sizeof(drain)) > 0) {
+    }
+    for (Child& c : children) {
+      if (c.out < 0) continue;
+      pollfd probe{c.out, POLLIN, 0};
+      if (poll(&probe, 1, 0) > 0) forward(c, false);
+    }
+    // Ranks that die together are reaped in one batch, in no particular order. A rank killed by
+    // a signal is the likelier cause than one that exited with an error a moment later (the
+    // others notice its closed connections), so within a batch it counts as first.
+    int status = 0;
+    const Child* batch_exit = nullptr;
+    const Child* batch_signal = nullptr;
+    for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
+      for (Child& c : children) {
+        if (c.pid != pid) continue;
+        c.exited = true;
+        c.status = status;
+        if (WIFSIGNALED(status) && batch_signal == nullptr) batch_signal = &c;
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && batch_exit == nullptr) batch_exit = &c;
+      }
+    }
+    // A process's sockets close a moment before its parent hears of its death, so a peer that
+    // noticed can exit before it is reaped. For a short while after the first failure, a death
+    // by signal still takes the blame from an error exit.
+    const auto now = std::chrono::steady_clock::now();
+    if (first_failure == nullptr && (batch_signal || batch_exit)) {
+      first_failure = batch_signal ? batch_signal : batch_exit;
+      failed_at = now;
+    } else if (batch_signal && first_failure && !WIFSIGNALED(first_failure->status) &&
+               now - failed_at < kBlameWindow) {
+      first_failure = batch_signal;
+    }
+    bool all_exited = true;
+    for (const Child& c : children) all_exited = all_exited && c.exited;
+    if (all_exited) break;
+    if (first_failure != nullptr && !terminated &&
+        std::chrono::steady_clock::now() - failed_at >= kBlameWindow) {
+      for (Child& c : children) {
+        if (!c.exited) kill(c.pid, SIGTERM);
+      }
+      terminated = true;
+      kill_at = std::chrono::steady_clock::now() +
+                std::chrono::milliseconds(static_cast<int>(args.grace_seconds * 1000));
+    }
+    if (terminated && !killed && std::chrono::steady_clock::now() >= kill_at) {
+      for (Child& c : children) {
+        if (!c.exited) kill(c.pid, SIGKILL);
+      }
+      killed = true;
+    }
+  }
+  for (Child& c : children) {
+    while (c.out >= 0) forward(c, true);
+  }
+  if (first_failure == nullptr) return 0;
+  std::string report = fmt::format(
+      "ranks run: rank {} (pid {}) {} first; the other ranks were "
+      "stopped.\n",
+      first_failure->rank, first_failure->pid, how(first_failure->status));
+  if (!first_failure->tail.empty()) {
+    report += fmt::format("last lines of rank {}:\n", first_failure->rank);
+    for (const auto& line : first_failure->tail) report += "  " + line + "\n";
+  }
+  std::fputs(report.c_str(), stderr);
+  if (WIFSIGNALED(first_failure->status)) return 128 + WTERMSIG(first_failure->status);
+  return WEXITSTATUS(first_failure->status);
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "start N real processes of a program (torchrun-style)");
+  cmd->add_option("-n,--nproc-per-node", args->nproc, "processes on this node")
+      ->required()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--backend", args->backend, "RANKS_BACKEND for the processes")
+      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+  cmd->add_option("--nnodes", args->nnodes, "nodes in the job")->check(CLI::PositiveNumber);
+  cmd->add_option("--node-rank", args->node_rank, "this node's index")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--master-addr", args->master_addr, "host of rank 0 (the store)");
+  cmd->add_option("--master-port", args->master_port, "port of the store (default: a free one)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--grace", args->grace_seconds,
+                  "seconds between SIGTERM and SIGKILL for the survivors of a failure")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("program", args->program, "the program and its arguments (after --)")->required();
+  cmd->positionals_at_end();
+  return [args] {
+    if (args->node_rank >= args->nnodes) {
+      std::fprintf(stderr, "ranks run: --node-rank %d is out of range [0, %d)\n", args->node_rank,
+                   args->nnodes);
+      return 2;
+    }
+    if (args->nnodes > 1 && args->master_port == 0) {
+      std::fprintf(stderr, "ranks run: with --nnodes > 1, give --master-addr and --master-port\n");
+      return 2;
+    }
+    return run(*args);
+  };
+}
+
+}  // namespace ranks::cli
