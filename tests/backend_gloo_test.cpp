@@ -4,7 +4,6 @@
 // reports through its exit status (the parent joins every child and expects 0). A child that
 // hangs dies of its alarm, so no test can hang.
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,8 +14,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <numeric>
+#include <ostream>
 #include <set>
 #include <source_location>
 #include <string>
@@ -333,6 +332,33 @@ void point_to_point_cases(Client& c) {
   }
 }
 
+// A collective nobody waits for yet still runs: rank 0 starts an all_reduce and then blocks in a
+// receive that rank 1 sends only after its own (blocking) all_reduce has finished.
+void progress_cases(Client& c) {
+  if (c.rank() > 1) {
+    Tensor t = row_tensor(DType::Float32, c.rank(), 3);
+    c.run(OpKind::AllReduce, {t}, {t}, -1, ReduceOp::Sum);
+    return;
+  }
+  Tensor t = row_tensor(DType::Float32, c.rank(), 3);
+  Tensor token = Tensor::zeros({1}, DType::Int32);
+  if (c.rank() == 0) {
+    Work reduce = c.submit(OpKind::AllReduce, {t}, {t});
+    c.submit(OpKind::Recv, {}, {token}, 1, ReduceOp::Sum, 11).wait();
+    reduce.wait();
+  } else {
+    c.run(OpKind::AllReduce, {t}, {t}, -1, ReduceOp::Sum);
+    c.submit(OpKind::Send, {token}, {}, 0, ReduceOp::Sum, 11).wait();
+  }
+  std::vector<double> want;
+  for (int64_t i = 0; i < 3; ++i) {
+    double sum = 0;
+    for (int r = 0; r < c.size(); ++r) sum += static_cast<double>(small_value(r, i));
+    want.push_back(sum);
+  }
+  check_values(t, want, "all_reduce that progressed without a waiter");
+}
+
 // new_group's agreement and two sub-groups: {0, n-1} and everyone but rank 0.
 void subgroup_cases(Client& world) {
   const int n = world.size();
@@ -414,6 +440,7 @@ void collective_body(Backend& backend, int rank, int size) {
   rooted_cases(c);
   gather_all_cases(c);
   point_to_point_cases(c);
+  progress_cases(c);
   subgroup_cases(c);
   unsupported_and_mismatch_cases(c);
   c.run(OpKind::Barrier, {}, {});
@@ -532,6 +559,10 @@ struct WorldCase {
   int size;
   Rendezvous::Kind store;
 };
+
+void PrintTo(const WorldCase& c, std::ostream* out) {
+  *out << c.size << " ranks, " << (c.store == Rendezvous::Kind::File ? "FileStore" : "TCPStore");
+}
 
 class GlooCollectives : public GlooBackend, public ::testing::WithParamInterface<WorldCase> {};
 

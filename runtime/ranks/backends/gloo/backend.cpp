@@ -93,8 +93,7 @@ std::shared_ptr<::gloo::transport::Device> open_device() {
       return ::gloo::transport::tcp::CreateDevice(attr);
     } catch (const std::exception& e) {
       throw InvalidArgument(
-          fmt::format("gloo backend: cannot open a TCP device on interface "
-                      "'{}' (from {}): {}",
+          fmt::format("gloo backend: cannot open a TCP device on interface '{}' (from {}): {}",
                       iface, variable, e.what()));
     }
   }
@@ -292,8 +291,8 @@ class GlooBackend final : public Backend {
 std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   if (setup.store == nullptr) {
     throw InvalidArgument(
-        "gloo backend: the world needs a store for rendezvous (TCPStore, "
-        "FileStore, ...); none was given");
+        "gloo backend: the world needs a store for rendezvous (TCPStore, FileStore, ...); none "
+        "was given");
   }
   if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size) {
     throw InvalidArgument(fmt::format("gloo backend: rank {} is out of range for world size {}",

@@ -6,7 +6,6 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include <algorithm>
 #include <cctype>
 
 #include "ranks/collectives.hpp"
@@ -244,37 +243,29 @@ void RunQueue::post(std::shared_ptr<CollectiveWork> work) {
   wake_.notify_all();
 }
 
-std::shared_ptr<CollectiveWork> RunQueue::claim(const CollectiveWork* target) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (running_ || queue_.empty()) return nullptr;
-  if (target != nullptr && std::none_of(queue_.begin(), queue_.end(),
-                                        [&](const auto& w) { return w.get() == target; })) {
-    return nullptr;
-  }
-  std::shared_ptr<CollectiveWork> next = std::move(queue_.front());
-  queue_.pop_front();
-  running_ = true;
-  return next;
-}
-
 void RunQueue::release() {
+  bool more = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
+    more = !queue_.empty() || stopping_;
   }
-  wake_.notify_all();
+  if (more) wake_.notify_all();  // the thread sleeps while there is nothing to run
 }
 
-bool RunQueue::run_through(const CollectiveWork* target, std::chrono::milliseconds timeout) {
-  bool ran = false;
-  while (std::shared_ptr<CollectiveWork> next = claim(target)) {
-    const bool last = next.get() == target;
-    next->run(last ? timeout : std::chrono::milliseconds(0));
-    release();
-    ran = true;
-    if (last) break;
+bool RunQueue::run_here(const CollectiveWork* target, std::chrono::milliseconds timeout) {
+  std::shared_ptr<CollectiveWork> next;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Only the next op: running ops queued before it here could outlast this caller's deadline.
+    if (running_ || queue_.empty() || queue_.front().get() != target) return false;
+    next = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = true;
   }
-  return ran;
+  next->run(timeout);
+  release();
+  return true;
 }
 
 void RunQueue::loop() {
@@ -324,7 +315,7 @@ void CollectiveWork::block_for(std::chrono::milliseconds timeout) { wait(timeout
 
 void CollectiveWork::wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  queue_->run_through(this, timeout);
+  queue_->run_here(this, timeout);
   switch (comm_->wait_until(deadline, [this] { return finished_; })) {
     case Communicator::Wake::Done:
       error = comm_->locked([this] { return result_; });

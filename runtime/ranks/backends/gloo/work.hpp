@@ -1,11 +1,11 @@
 #pragma once
 // The gloo backend's communicator state and its asynchronous Work.
 //
-// Collectives run one at a time, in submission order, on one worker thread per communicator, so
-// submit() returns at once and every rank runs a group's collectives in the same order (gloo
-// requires it). Point-to-point ops are posted to gloo directly in submit() (gloo's unbound
-// buffers are asynchronous) and finished by the thread that waits, so an irecv posted before a
-// send never queues the send behind it.
+// Collectives run one at a time, in submission order, from one queue per communicator (its own
+// thread, or the caller that waits; see RunQueue), so submit() returns at once and every rank runs
+// a group's collectives in the same order (gloo requires it). Point-to-point ops are posted to gloo
+// directly in submit() (gloo's unbound buffers are asynchronous) and finished by the thread that
+// waits, so an irecv posted before a send never queues the send behind it.
 //
 // Waiting. Every Work waits on its communicator's one condition variable, so a failure of the
 // group wakes every waiter at once. The deadline is the op's timeout (OpRequest::timeout), or
@@ -143,8 +143,9 @@ class Communicator {
 class CollectiveWork;
 
 // A communicator's collectives, run one at a time in the order posted. Its own thread runs them,
-// so submit() returns at once; but a caller that waits for a collective nobody has started yet
-// runs it (and any queued before it) itself, which saves the blocking form two thread switches.
+// so submit() returns at once and an op nobody waits for still progresses; but a caller that
+// waits for the next op before that thread has taken it runs it itself, which saves the blocking
+// form (submit, then wait at once) two thread switches.
 // Shared by the backend and its works, so a Work waited on after its group was destroyed finds a
 // stopped, empty queue rather than a dangling one.
 class RunQueue {
@@ -155,16 +156,14 @@ class RunQueue {
   RunQueue& operator=(const RunQueue&) = delete;
 
   void post(std::shared_ptr<CollectiveWork> work);
-  // On a waiting thread: when no collective is running and `target` is still queued, runs the
-  // queue up to and including target (target with gloo timeout `timeout`) and returns true.
-  bool run_through(const CollectiveWork* target, std::chrono::milliseconds timeout);
+  // On a waiting thread: when no collective is running and target is the next one, runs it here
+  // with gloo timeout `timeout` and returns true.
+  bool run_here(const CollectiveWork* target, std::chrono::milliseconds timeout);
   // Runs what is still queued, then joins the thread.
   void stop();
 
  private:
   void loop();
-  // The next work, when none is running and `target` (when given) is queued; else null.
-  std::shared_ptr<CollectiveWork> claim(const CollectiveWork* target);
   void release();
 
   std::mutex mutex_;
