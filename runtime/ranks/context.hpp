@@ -71,11 +71,11 @@ class Context {
   detail::Rng rng;
   Clock* clock = nullptr;        // null: the real clock
   std::shared_ptr<Store> store;  // real runs: the rendezvous store the world was made with
-  // Ops this rank has dispatched, and the last one dispatch itself rejected (an unsupported op),
-  // so that reports can name the op a rank failed in even when no backend ever saw it.
-  uint64_t ops_dispatched = 0;
+  // The op dispatch itself rejected (an unsupported op), if this rank's last op was one: reports
+  // name the op a rank failed in even when no backend saw it. A backend that accepts an op
+  // clears it (the simulator does); the happy path never touches it in dispatch.
   struct RejectedOp {
-    uint64_t number = 0;  // its ops_dispatched; 0: none
+    bool set = false;
     OpKind op = OpKind::Barrier;
     std::string group;
     int64_t seq = -1;

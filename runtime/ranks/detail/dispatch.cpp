@@ -25,13 +25,11 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
 }
 
 Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
-  Context& context = current();
-  ++context.ops_dispatched;
   if (group.capabilities != nullptr) {
     if (auto why = group.capabilities->why_unsupported(request)) {
       const bool p2p = is_point_to_point(request.kind);
-      context.rejected_op = {
-          context.ops_dispatched, request.kind, group.spec.name,
+      current().rejected_op = {
+          true, request.kind, group.spec.name,
           static_cast<int64_t>(p2p ? group.next_p2p_seq : group.next_collective_seq), where};
       throw Unsupported(fmt::format("{}: {}", Call{request.kind, &group, where}.describe(), *why));
     }

@@ -344,7 +344,7 @@ Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::make_shared<SimWork>(engine_, owner, *group_, request, rank_);
   owner.block = work->info;
-  owner.block_dispatch_number = owner.context.ops_dispatched;
+  owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, work->info);
   Work handle(work);
   switch (request.kind) {

@@ -283,7 +283,7 @@ Report Engine::make_report() const {
       BlockInfo info = rank->block;
       // Dispatch may have rejected the rank's last op before the simulator saw it.
       const Context::RejectedOp& rejected = rank->context.rejected_op;
-      if (rank->state == RankState::Failed && rejected.number > rank->block_dispatch_number) {
+      if (rank->state == RankState::Failed && rejected.set) {
         info = BlockInfo{op_name(rejected.op), &rejected.group, rejected.seq, rejected.where};
       }
       row.op = std::string(info.op);

@@ -58,7 +58,6 @@ struct SimRank {
   std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
   bool stopped_by_engine = false;           // woken to unwind a stuck run
   int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
-  uint64_t block_dispatch_number = 0;       // context.ops_dispatched when block was set
   std::string error_kind;
   std::string error;
 };
