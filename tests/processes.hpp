@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -93,6 +94,15 @@ inline void run_processes(const std::string& backend, int world_size,
       options.backend = backend;
       options.timeout = std::chrono::seconds(60);
       init_process_group(options);
+      // Rank 0 hosts the store: if it exited while a body on other ranks (one rank 0 is not in,
+      // say a sub-group's) still rendezvoused through it, they would lose it. Leave together.
+      std::atexit([] {
+        try {
+          if (is_initialized()) barrier();
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "final barrier: %s\n", e.what());
+        }
+      });
     }
     body();
     return;

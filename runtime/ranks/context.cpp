@@ -1,5 +1,6 @@
 #include "ranks/context.hpp"
 
+#include <random>
 #include <utility>
 
 namespace ranks {
@@ -10,8 +11,15 @@ namespace {
 // TLS model would cost a __tls_get_addr call each time.
 thread_local Context* const* simulated_slot __attribute__((tls_model("initial-exec"))) = nullptr;
 
+// A real process draws its seeds (sync_random_seed) from the OS, as MMEngine's unseeded NumPy
+// generator does; the simulator seeds each rank's generator from the run's seed instead.
 Context& process_context() {
-  static Context context;
+  static Context context = [] {
+    Context c;
+    std::random_device entropy;
+    c.rng.seed((uint64_t{entropy()} << 32) | entropy());
+    return c;
+  }();
   return context;
 }
 }  // namespace
@@ -23,13 +31,17 @@ Context& current() {
 
 void Context::reset() {
   Clock* kept_clock = clock;
+  detail::Rng kept_rng = rng;
   *this = Context{};
   clock = kept_clock;
+  rng = kept_rng;
 }
 
 namespace detail {
 
-Context* const* set_context_slot(Context* const* slot) { return std::exchange(simulated_slot, slot); }
+Context* const* set_context_slot(Context* const* slot) {
+  return std::exchange(simulated_slot, slot);
+}
 
 uint64_t Rng::next() {
   uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);

@@ -112,4 +112,20 @@ bool is_floating(DType dtype) {
          dtype == DType::Float64;
 }
 
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::Bool) return b;
+  if (b == DType::Bool) return a;
+  const bool float_a = is_floating(a);
+  const bool float_b = is_floating(b);
+  if (float_a != float_b) return float_a ? a : b;
+  const auto one_of = [&](DType d) { return a == d || b == d; };
+  if (float_a) {
+    if (one_of(DType::Float64)) return DType::Float64;
+    return DType::Float32;  // float32 with anything, or float16 with bfloat16
+  }
+  if (one_of(DType::Int64)) return DType::Int64;
+  return DType::Int32;  // int32 with anything narrower, or uint8 with int8
+}
+
 }  // namespace ranks

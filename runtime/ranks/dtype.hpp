@@ -45,6 +45,9 @@ struct bfloat16_t {
 size_t dtype_size(DType);
 std::string_view dtype_name(DType);  // "bool", "uint8", ..., "float16", "bfloat16", ...
 bool is_floating(DType);             // Float16, BFloat16, Float32, Float64
+// torch.promote_types over these nine: floats beat integers, wider beats narrower, float16 with
+// bfloat16 is float32, uint8 with int8 is int32 (torch's int16 is not among them), bool loses.
+DType promote_types(DType, DType);
 
 // The DType of a C++ element type; a compile error for anything else.
 template <class T>

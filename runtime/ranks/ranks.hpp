@@ -9,6 +9,7 @@
 #include "ranks/group.hpp"
 #include "ranks/init.hpp"
 #include "ranks/main.hpp"
+#include "ranks/objects.hpp"
 #include "ranks/reduce_op.hpp"
 #include "ranks/store.hpp"
 #include "ranks/store/stores.hpp"

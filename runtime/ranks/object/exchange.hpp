@@ -1,0 +1,50 @@
+#pragma once
+// Byte payloads through the tensor collectives, so object collectives run on every backend the
+// tensor collectives run on. Payloads travel as uint8 tensors on comm_device() (the GPU for
+// nccl, as MMEngine does). Sizes go first, checked against max_payload_bytes() on every rank
+// alike, so a rank that is out of step makes every rank raise the same error instead of one
+// rank allocating garbage and the others hanging.
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ranks/collectives.hpp"
+#include "ranks/object/payload.hpp"
+
+namespace ranks::object {
+
+// The payloads of a group's members, in group-rank order, in host memory. They stay in the
+// (padded) receive buffers: slicing them out would copy every byte once more.
+class Parts {
+ public:
+  Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths);
+  size_t size() const { return lengths_.size(); }
+  std::span<const uint8_t> operator[](size_t rank) const;
+
+ private:
+  std::vector<Tensor> buffers_;
+  std::vector<uint64_t> lengths_;
+};
+
+// `op` names the object collective in messages ("all_gather_object").
+Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, where_t where);
+// On dst (a group rank): every member's payload; elsewhere nullopt.
+std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::string_view op,
+                                  where_t where);
+// src's payload, on every member (src's own is left as it is).
+void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_view op,
+                     where_t where);
+// Hands every member's payload to consume(group_rank, payload) on dst, one at a time and in
+// rank order, received point-to-point: dst never holds more than one raw part, so its memory is
+// bounded by what consume keeps (the result), not by world size x the largest part.
+void stream_to_root(Bytes mine, int dst, const Group& group, std::string_view op,
+                    const std::function<void(int, std::span<const uint8_t>)>& consume,
+                    where_t where);
+
+// "rank 3" or "rank 3 of group 'world/0,3'", for messages.
+std::string describe_rank(int group_rank, const Group& group);
+
+}  // namespace ranks::object

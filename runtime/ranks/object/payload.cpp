@@ -1,0 +1,78 @@
+#include "ranks/object/payload.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ranks::object {
+
+namespace {
+constexpr char magic[4] = {'r', 'k', 'o', 'b'};
+constexpr uint64_t default_max_bytes = uint64_t{8} << 30;
+}  // namespace
+
+uint64_t max_payload_bytes() {
+  const char* text = std::getenv("RANKS_MAX_OBJECT_BYTES");
+  if (text == nullptr || *text == '\0') return default_max_bytes;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (*end != '\0' || value == 0) {
+    throw InvalidArgument(
+        fmt::format("RANKS_MAX_OBJECT_BYTES='{}' is not a positive number of bytes", text));
+  }
+  return value;
+}
+
+void write_header(Bytes& out, uint64_t body_bytes) {
+  std::memcpy(out.data(), magic, sizeof magic);
+  const uint16_t version = format_version;
+  const uint16_t reserved = 0;
+  std::memcpy(out.data() + 4, &version, 2);
+  std::memcpy(out.data() + 6, &reserved, 2);
+  std::memcpy(out.data() + 8, &body_bytes, 8);
+}
+
+void throw_corrupt(std::string_view from, std::string_view why) {
+  throw Error(fmt::format("corrupt object payload from {}: {}", from, why));
+}
+
+std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::string_view from) {
+  if (payload.size() < header_bytes) {
+    throw_corrupt(from, fmt::format("{} bytes is shorter than the {}-byte header", payload.size(),
+                                    header_bytes));
+  }
+  if (std::memcmp(payload.data(), magic, sizeof magic) != 0) {
+    throw_corrupt(from,
+                  "it does not start with the object header (is some other data in the "
+                  "buffer, or are the ranks out of step?)");
+  }
+  uint16_t version = 0;
+  uint64_t body_bytes = 0;
+  std::memcpy(&version, payload.data() + 4, 2);
+  std::memcpy(&body_bytes, payload.data() + 8, 8);
+  if (version != format_version) {
+    throw_corrupt(from, fmt::format("format version {} (this build reads version {})", version,
+                                    format_version));
+  }
+  if (body_bytes != payload.size() - header_bytes) {
+    throw_corrupt(from, fmt::format("the header announces {} bytes but {} arrived", body_bytes,
+                                    payload.size() - header_bytes));
+  }
+  if (body_bytes > max_payload_bytes()) {
+    throw_corrupt(from, fmt::format("{} bytes is over the limit of {} (RANKS_MAX_OBJECT_BYTES)",
+                                    body_bytes, max_payload_bytes()));
+  }
+  return payload.subspan(header_bytes);
+}
+
+void check_announced_size(uint64_t bytes, std::string_view from, std::string_view op) {
+  if (bytes < header_bytes || bytes > max_payload_bytes()) {
+    throw Mismatch(fmt::format(
+        "{}: {} announces an object of {} bytes, outside [{}, {}] (RANKS_MAX_OBJECT_BYTES); are "
+        "the ranks out of step, one of them in a different collective?",
+        op, from, bytes, header_bytes, max_payload_bytes()));
+  }
+}
+
+}  // namespace ranks::object

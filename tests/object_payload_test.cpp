@@ -1,0 +1,155 @@
+// The object payload format: round trips of every kind of type object collectives accept, and
+// payloads that are truncated, corrupt, from another format version, over the size limit or of
+// another type: each must raise ranks::Error with a message naming the origin, never crash and
+// never allocate what a bogus length asks for.
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace ranks::testing {
+namespace {
+
+using object::Bytes;
+using object::decode;
+using object::encode;
+
+struct Detection {
+  std::string label;
+  std::vector<float> box;
+  std::optional<int> track;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(label, box, track);
+  }
+  friend bool operator==(const Detection&, const Detection&) = default;
+};
+
+template <class T>
+void expect_round_trip(const T& value) {
+  EXPECT_EQ(decode<T>(encode(value), "test"), value);
+}
+
+TEST(ObjectPayload, RoundTripsEveryKindOfType) {
+  expect_round_trip(42);
+  expect_round_trip(-1.5);
+  expect_round_trip(true);
+  expect_round_trip(std::numeric_limits<int64_t>::min());
+  expect_round_trip(std::string("foo"));
+  expect_round_trip(std::string());
+  expect_round_trip(std::vector<float>{1.5f, -2.0f, 3.25f});
+  expect_round_trip(std::vector<bool>{true, false, true});
+  expect_round_trip(std::vector<std::string>{"a", "", "ccc"});
+  expect_round_trip(std::map<int, int>{{1, 2}, {3, 4}});
+  expect_round_trip(std::map<std::string, std::vector<float>>{{"loss", {0.5f}}, {"acc", {}}});
+  expect_round_trip(std::unordered_map<std::string, int>{{"a", 1}, {"b", 2}});
+  expect_round_trip(std::optional<int>{});
+  expect_round_trip(std::optional<int>{7});
+  expect_round_trip(std::variant<std::monostate, std::string, int>{});
+  expect_round_trip(std::variant<std::monostate, std::string, int>{std::string("x")});
+  expect_round_trip(std::pair<int, std::string>{1, "one"});
+  expect_round_trip(std::tuple<int, double, std::string>{1, 2.5, "three"});
+  expect_round_trip(Detection{"cat", {0, 1, 2, 3}, 5});
+  expect_round_trip(std::vector<Detection>{{"a", {}, std::nullopt}, {"b", {1}, 2}});
+}
+
+TEST(ObjectPayload, HeaderIsMagicVersionAndLength) {
+  Bytes bytes = encode(int32_t{7});
+  ASSERT_EQ(bytes.size(), 16u + 4u);
+  EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 4), "rkob");
+  uint16_t version = 0;
+  uint64_t length = 0;
+  std::memcpy(&version, bytes.data() + 4, 2);
+  std::memcpy(&length, bytes.data() + 8, 8);
+  EXPECT_EQ(version, 1);
+  EXPECT_EQ(length, 4u);
+  int32_t body = 0;
+  std::memcpy(&body, bytes.data() + 16, 4);
+  EXPECT_EQ(body, 7);
+}
+
+// Runs decode<T> and returns the ranks::Error message ("" when it did not throw).
+template <class T>
+std::string decode_error(const Bytes& bytes) {
+  try {
+    (void)decode<T>(bytes, "rank 3");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void set_length(Bytes& bytes, uint64_t length) { std::memcpy(bytes.data() + 8, &length, 8); }
+
+TEST(ObjectPayload, TruncatedPayloads) {
+  const Bytes whole = encode(std::vector<std::string>{"alpha", "beta"});
+  for (size_t cut = 0; cut < whole.size(); ++cut) {
+    Bytes part(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(cut));
+    if (cut >= 16) set_length(part, cut - 16);  // a consistent header over a short body
+    const std::string message = decode_error<std::vector<std::string>>(part);
+    EXPECT_TRUE(Contains(message, "corrupt object payload from rank 3")) << "cut " << cut;
+  }
+}
+
+TEST(ObjectPayload, BadHeaders) {
+  Bytes bytes = encode(std::string("foo"));
+  Bytes bad_magic = bytes;
+  bad_magic[0] = 'x';
+  EXPECT_TRUE(Contains(decode_error<std::string>(bad_magic), "does not start with the object"));
+  Bytes bad_version = bytes;
+  bad_version[4] = 9;
+  EXPECT_TRUE(Contains(decode_error<std::string>(bad_version), "format version 9"));
+  Bytes long_header = bytes;
+  set_length(long_header, 1000);
+  EXPECT_TRUE(Contains(decode_error<std::string>(long_header), "announces 1000 bytes but 11"));
+}
+
+TEST(ObjectPayload, HugeLengthsAreRejectedBeforeAllocating) {
+  // A vector claiming 2^60 elements: the length is checked against the bytes left first.
+  Bytes bytes = encode(std::vector<double>{1.0});
+  const uint64_t huge = uint64_t{1} << 60;
+  std::memcpy(bytes.data() + 16, &huge, 8);
+  EXPECT_TRUE(
+      Contains(decode_error<std::vector<double>>(bytes), "a length of 1152921504606846976"));
+  Bytes text = encode(std::string("abc"));
+  std::memcpy(text.data() + 16, &huge, 8);
+  EXPECT_TRUE(Contains(decode_error<std::string>(text), "bytes left"));
+}
+
+TEST(ObjectPayload, InvalidValuesAndWrongTypes) {
+  Bytes flag = encode(true);
+  flag[16] = 2;
+  EXPECT_TRUE(Contains(decode_error<bool>(flag), "a bool holds the byte 2"));
+  Bytes choice = encode(std::variant<int, std::string>{5});
+  const int32_t index = 7;
+  std::memcpy(choice.data() + 16, &index, 4);
+  EXPECT_TRUE(Contains(decode_error<std::variant<int, std::string>>(choice), "corrupt"));
+  // An int64 read back as an int32 leaves bytes over: another type, not silently garbage.
+  EXPECT_TRUE(
+      Contains(decode_error<int32_t>(encode(int64_t{1})), "do all ranks pass the same type"));
+  EXPECT_TRUE(Contains(decode_error<std::string>(encode(int32_t{1})), "corrupt"));
+}
+
+TEST(ObjectPayload, SizeLimitFromTheEnvironment) {
+  const Bytes bytes = encode(std::string(100, 'x'));
+  setenv("RANKS_MAX_OBJECT_BYTES", "50", 1);
+  const std::string message = decode_error<std::string>(bytes);
+  setenv("RANKS_MAX_OBJECT_BYTES", "lots", 1);
+  EXPECT_THROW((void)object::max_payload_bytes(), InvalidArgument);
+  unsetenv("RANKS_MAX_OBJECT_BYTES");
+  EXPECT_TRUE(Contains(message, "over the limit of 50 (RANKS_MAX_OBJECT_BYTES)"));
+  EXPECT_EQ(object::max_payload_bytes(), uint64_t{8} << 30);
+  EXPECT_EQ(decode<std::string>(bytes, "test"), std::string(100, 'x'));
+}
+
+}  // namespace
+}  // namespace ranks::testing
