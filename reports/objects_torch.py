@@ -97,21 +97,25 @@ def body(rank, args, init):
     if rank == 0:
         print(f"# torch {torch.__version__} backend gloo, {n} ranks, {args.iters} timed calls after "
               "2 warm-up calls", flush=True)
-    metrics = {f"k{i}": [0.5 * i] * args.floats for i in range(args.entries)}
+    wanted = lambda name: args.op in ("all", name)
     out = [None] * n
-    rss = peak_rss_kib()
-    ms = median_ms(args.iters, lambda: dist.all_gather_object(out, metrics))
-    report(f"all_gather_object dict[str,list[float]] {args.entries}", ms,
-           len(pickle.dumps(metrics)) * n, rss)
-
-    anchor = {f"k{i}": i for i in range(args.entries)}
-    rss = peak_rss_kib()
-    ms = median_ms(args.iters, lambda: dist.all_gather_object(out, anchor))
-    report(f"all_gather_object dict[str,int] {args.entries}", ms, len(pickle.dumps(anchor)) * n,
-           rss)
+    if wanted("metrics"):
+        metrics = {f"k{i}": [0.5 * i] * args.floats for i in range(args.entries)}
+        rss = peak_rss_kib()
+        ms = median_ms(args.iters, lambda: dist.all_gather_object(out, metrics))
+        report(f"all_gather_object dict[str,list[float]] {args.entries}", ms,
+               len(pickle.dumps(metrics)) * n, rss)
+    if wanted("anchor"):
+        anchor = {f"k{i}": i for i in range(args.entries)}
+        rss = peak_rss_kib()
+        ms = median_ms(args.iters, lambda: dist.all_gather_object(out, anchor))
+        report(f"all_gather_object dict[str,int] {args.entries}", ms,
+               len(pickle.dumps(anchor)) * n, rss)
 
     part = [(i, 0.25 * i, i % 80) for i in range(rank, args.records, n)]
     for device, collect in (("gpu", collect_gpu), ("cpu", collect_cpu)):
+        if not wanted("collect-" + device):
+            continue
         rss = peak_rss_kib()
         ms = median_ms(args.iters, lambda: collect(part, args.records))
         report(f'collect_results(device="{device}") {args.records} records', ms,
@@ -129,6 +133,7 @@ def main():
     p.add_argument("--floats", type=int, default=8)
     p.add_argument("--records", type=int, default=100000)
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--op", default="all", help="metrics | anchor | collect-gpu | collect-cpu | all")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         init = "file://" + os.path.join(scratch, "store")

@@ -36,11 +36,15 @@ long peak_rss_kib() {
   return usage.ru_maxrss;
 }
 
-int arg(int argc, char** argv, const std::string& name, int fallback) {
+std::string text_arg(int argc, char** argv, const std::string& name, std::string fallback) {
   for (int i = 1; i + 1 < argc; ++i) {
-    if (argv[i] == name) return std::atoi(argv[i + 1]);
+    if (argv[i] == name) return argv[i + 1];
   }
   return fallback;
+}
+
+int arg(int argc, char** argv, const std::string& name, int fallback) {
+  return std::atoi(text_arg(argc, argv, name, std::to_string(fallback)).c_str());
 }
 
 // The median of this rank's call times, then the slowest rank's median.
@@ -75,6 +79,9 @@ int main(int argc, char** argv) {
   const int floats = arg(argc, argv, "--floats", 8);
   const int records = arg(argc, argv, "--records", 100000);
   const int iters = arg(argc, argv, "--iters", 20);
+  // One measurement per process (--op), so that each peak-RSS growth is its own.
+  const std::string op = text_arg(argc, argv, "--op", "all");
+  auto wanted = [&](const std::string& name) { return op == "all" || op == name; };
   return ranks::main(argc, argv, [&] {
     const int n = ranks::get_world_size();
     const int rank = ranks::get_rank();
@@ -83,28 +90,34 @@ int main(int argc, char** argv) {
                   ranks::get_backend().value_or("none").c_str(), n, iters);
     }
 
-    std::map<std::string, std::vector<float>> metrics;
-    for (int i = 0; i < entries; ++i) {
-      metrics["k" + std::to_string(i)] = std::vector<float>(static_cast<size_t>(floats), 0.5f * i);
+    if (wanted("metrics")) {
+      std::map<std::string, std::vector<float>> metrics;
+      for (int i = 0; i < entries; ++i) {
+        metrics["k" + std::to_string(i)] =
+            std::vector<float>(static_cast<size_t>(floats), 0.5f * i);
+      }
+      const double map_bytes = static_cast<double>(ranks::object::encode(metrics).size());
+      const long rss = peak_rss_kib();
+      const double gather_ms = median_ms(iters, [&] { (void)ranks::all_gather_object(metrics); });
+      report(("all_gather_object map<string,vector<float>> " + std::to_string(entries)).c_str(),
+             gather_ms, map_bytes * n, rss);
     }
-    const double map_bytes = static_cast<double>(ranks::object::encode(metrics).size());
-    long rss = peak_rss_kib();
-    const double gather_ms = median_ms(iters, [&] { (void)ranks::all_gather_object(metrics); });
-    report(("all_gather_object map<string,vector<float>> " + std::to_string(entries)).c_str(),
-           gather_ms, map_bytes * n, rss);
+    if (wanted("anchor")) {
+      std::map<std::string, int64_t> anchor;  // the anchor's dict {"k<i>": i}
+      for (int i = 0; i < entries; ++i) anchor["k" + std::to_string(i)] = i;
+      const double anchor_bytes = static_cast<double>(ranks::object::encode(anchor).size());
+      const long rss = peak_rss_kib();
+      const double anchor_ms = median_ms(iters, [&] { (void)ranks::all_gather_object(anchor); });
+      report(("all_gather_object map<string,int64> " + std::to_string(entries)).c_str(), anchor_ms,
+             anchor_bytes * n, rss);
+    }
 
-    std::map<std::string, int64_t> anchor;  // the anchor's dict {"k<i>": i}
-    for (int i = 0; i < entries; ++i) anchor["k" + std::to_string(i)] = i;
-    const double anchor_bytes = static_cast<double>(ranks::object::encode(anchor).size());
-    rss = peak_rss_kib();
-    const double anchor_ms = median_ms(iters, [&] { (void)ranks::all_gather_object(anchor); });
-    report(("all_gather_object map<string,int64> " + std::to_string(entries)).c_str(), anchor_ms,
-           anchor_bytes * n, rss);
-
+    long rss = 0;
     std::vector<Record> part;
     for (int i = rank; i < records; i += n) part.push_back({i, 0.25f * i, i % 80});
     const double part_bytes = static_cast<double>(ranks::object::encode(part).size()) * n;
     for (const char* device : {"gpu", "cpu"}) {
+      if (!wanted(std::string("collect-") + device)) continue;
       bool ordered = true;
       rss = peak_rss_kib();
       const double ms = median_ms(iters, [&] {
