@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "ranks/capabilities.hpp"
+#include "ranks/detail/debug_check.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/group.hpp"
 
@@ -34,10 +35,13 @@ Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location&
       throw Unsupported(fmt::format("{}: {}", Call{request.kind, &group, where}.describe(), *why));
     }
   }
+  request.where = where;
+  if (debug_detail() && !is_point_to_point(request.kind) && current().clock == nullptr) {
+    verify_same_call(group, request);  // the simulator always compares; real runs on request
+  }
   request.seq =
       is_point_to_point(request.kind) ? group.next_p2p_seq++ : group.next_collective_seq++;
   request.timeout = group.timeout;
-  request.where = where;
   return group.backend->submit(std::move(request));
 }
 

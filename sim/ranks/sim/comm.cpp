@@ -7,6 +7,7 @@
 
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
+#include "ranks/detail/fingerprint.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::sim::detail {
@@ -40,37 +41,11 @@ bool agree(const OpRequest& a, const OpRequest& b) {
          (a.kind == OpKind::AllToAll || ta->numel() == tb->numel());
 }
 
-// The fields on which two ranks' calls of the same collective disagree.
+// The fields on which two ranks' calls of the same collective disagree (built only once the
+// cheap agree() has failed).
 std::vector<std::string> differences(const OpRequest& a, const OpRequest& b) {
-  std::vector<std::string> diffs;
-  if (a.kind != b.kind) {
-    diffs.push_back(fmt::format("op ({} vs {})", op_name(a.kind), op_name(b.kind)));
-    return diffs;
-  }
-  if (uses_reduce_op(a.kind) && a.reduce_op != b.reduce_op) {
-    diffs.push_back(fmt::format("reduce op ({} vs {})", reduce_op_name(a.reduce_op),
-                                reduce_op_name(b.reduce_op)));
-  }
-  if (has_root(a.kind) && a.root != b.root) {
-    diffs.push_back(fmt::format("root ({} vs {})", a.root, b.root));
-  }
-  if (a.extra != b.extra) diffs.push_back("new_group member list");
-  const Tensor* ta = a.described_tensor();
-  const Tensor* tb = b.described_tensor();
-  if (ta && tb) {
-    if (ta->dtype() != tb->dtype()) {
-      diffs.push_back(
-          fmt::format("dtype ({} vs {})", dtype_name(ta->dtype()), dtype_name(tb->dtype())));
-    }
-    // all_to_all pieces may differ in size; finish() checks them pair by pair instead.
-    if (a.kind != OpKind::AllToAll && ta->numel() != tb->numel()) {
-      diffs.push_back(fmt::format("element count ({} vs {})", ta->numel(), tb->numel()));
-    }
-    if (ta->device().type != tb->device().type) {
-      diffs.push_back(fmt::format("device ({} vs {})", ta->device().str(), tb->device().str()));
-    }
-  }
-  return diffs;
+  return ranks::detail::differences(ranks::detail::fingerprint_of(a),
+                                    ranks::detail::fingerprint_of(b));
 }
 
 std::string list_ranks(const std::vector<int>& ranks) {

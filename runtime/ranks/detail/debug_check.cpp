@@ -1,0 +1,60 @@
+#include "ranks/detail/debug_check.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "ranks/backend.hpp"
+#include "ranks/capabilities.hpp"
+#include "ranks/detail/fingerprint.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::detail {
+
+bool debug_detail() {
+  static const bool detail = [] {
+    const char* value = std::getenv("RANKS_DEBUG");
+    return value != nullptr && std::string_view(value) == "detail";
+  }();
+  return detail;
+}
+
+void verify_same_call(GroupImpl& group, const OpRequest& request) {
+  const Fingerprint mine = fingerprint_of(request);
+  const Device device = comm_device();
+  Tensor record = Tensor::empty({static_cast<int64_t>(sizeof mine)}, DType::UInt8, Device::cpu());
+  std::memcpy(record.data_ptr(), &mine, sizeof mine);
+  OpRequest exchange;
+  exchange.kind = OpKind::AllGather;
+  exchange.inputs = {device.type == Device::Type::CPU ? record : record.to(device)};
+  for (int r = 0; r < group.size(); ++r) {
+    exchange.outputs.push_back(Tensor::empty(record.shape(), DType::UInt8, device));
+  }
+  exchange.seq = group.next_collective_seq++;
+  exchange.timeout = group.timeout;
+  exchange.where = request.where;
+  std::vector<Tensor> records = exchange.outputs;
+  group.backend->submit(std::move(exchange)).wait();
+
+  // Everyone compares every record with group rank 0's, so every rank raises the same error.
+  std::vector<Fingerprint> all(records.size());
+  for (size_t r = 0; r < records.size(); ++r) {
+    Tensor host = records[r].to(Device::cpu());
+    std::memcpy(&all[r], host.data_ptr(), sizeof(Fingerprint));
+  }
+  for (size_t r = 1; r < all.size(); ++r) {
+    std::vector<std::string> diffs = differences(all[0], all[r]);
+    if (diffs.empty()) continue;
+    const std::vector<int>& members = group.spec.global_ranks();
+    throw Mismatch(fmt::format(
+        "mismatched collectives on group '{}' at seq {} (RANKS_DEBUG=detail): rank {} called {} "
+        "but rank {} called {}; they differ in {}",
+        group.spec.name, group.next_collective_seq, members[0], describe(all[0]), members[r],
+        describe(all[r]), fmt::join(diffs, ", ")));
+  }
+}
+
+}  // namespace ranks::detail
