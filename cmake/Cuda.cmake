@@ -38,6 +38,7 @@ function(ranks_find_nccl)
   endif()
   set(RANKS_HAS_CUDA 1 PARENT_SCOPE)
   set(RANKS_CUDA_INCLUDE_DIRS ${CUDAToolkit_INCLUDE_DIRS} CACHE INTERNAL "for tests/")
+  find_library(RANKS_CUDART_LIBRARY cudart HINTS ${CUDAToolkit_LIBRARY_DIR})  # for tests/bench
   set(RANKS_CUDA_VERSION ${CUDAToolkit_VERSION} PARENT_SCOPE)
   target_link_libraries(ranks PRIVATE $<LINK_ONLY:CUDA::cudart>)
   set_property(SOURCE ${PROJECT_SOURCE_DIR}/runtime/ranks/detail/cuda.cpp APPEND PROPERTY

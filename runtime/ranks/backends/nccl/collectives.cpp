@@ -35,27 +35,33 @@ class Launch {
   void* on_device(Tensor& t, bool read, bool written) {
     if (t.device().is_cuda()) return t.data_ptr();
     for (auto& s : work_.staged) {
-      if (s.host.defined() && s.host.data_ptr() == t.data_ptr() && s.host.nbytes() == t.nbytes()) {
-        return s.device.data_ptr();
+      if (s.host.defined() && s.host.data_ptr() == t.data_ptr() && s.bytes == t.nbytes()) {
+        return s.device;
       }
     }
-    Tensor staged = read ? t.to(device()) : Tensor::empty(t.shape(), t.dtype(), device());
-    work_.staged.push_back({staged, t, written});
-    return staged.data_ptr();
+    void* staged = comm().allocate(t.nbytes());
+    work_.staged.push_back({staged, t.nbytes(), t, written});
+    // From pageable memory the copy returns once CUDA holds the bytes: no wait for the stream.
+    if (read && t.nbytes() > 0) {
+      check_cuda(
+          cudaMemcpyAsync(staged, t.data_ptr(), t.nbytes(), cudaMemcpyHostToDevice, stream()),
+          "cudaMemcpyAsync", [this] { return comm_.describe(work_.request()); });
+    }
+    return staged;
   }
-  // A scratch buffer on the device, alive until the op completes.
-  void* scratch(int64_t numel, DType dtype) { return scratch_tensor(numel, dtype).data_ptr(); }
-  Tensor scratch_tensor(int64_t numel, DType dtype) {
-    Tensor t = Tensor::empty({numel}, dtype, device());
-    work_.staged.push_back({t, Tensor(), false});
-    return t;
+  // A scratch buffer on the device, alive until the op has completed.
+  void* scratch(int64_t numel, DType dtype) {
+    const size_t bytes = static_cast<size_t>(numel) * dtype_size(dtype);
+    void* p = comm().allocate(bytes);
+    work_.staged.push_back({p, bytes, Tensor(), false});
+    return p;
   }
   NcclWork& work() { return work_; }
   // An asynchronous device-to-device copy on the communicator's stream.
   void copy(void* dst, const void* src, size_t bytes) {
     if (bytes == 0 || dst == src) return;
     check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()),
-               "cudaMemcpyAsync", comm_.describe(work_.request()));
+               "cudaMemcpyAsync", [this] { return comm_.describe(work_.request()); });
   }
 
  private:
@@ -72,18 +78,20 @@ void agree_on_new_group(Launch& l, ncclComm_t nccl) {
   const std::string what = l.comm().describe(l.request());
   const int rank = l.comm().spec().rank;
   const int size = l.comm().spec().size();
-  Tensor all = l.scratch_tensor(size, DType::Int64);
-  auto* slots = static_cast<int64_t*>(all.data_ptr());
+  auto* slots = static_cast<int64_t*>(l.scratch(size, DType::Int64));
   const auto mine = static_cast<int64_t>(l.request().extra);
-  check_cuda(cudaMemcpy(slots + rank, &mine, sizeof(mine), cudaMemcpyHostToDevice), "cudaMemcpy",
-             what);
+  check_cuda(cudaMemcpyAsync(slots + rank, &mine, sizeof(mine), cudaMemcpyHostToDevice, l.stream()),
+             "cudaMemcpyAsync", what);
   check_nccl(ncclAllGather(slots + rank, slots, 1, ncclInt64, nccl, l.stream()), "ncclAllGather",
              what, nccl);
   const Communicator& comm = l.comm();
-  l.work().on_completion = [all, mine, what, &comm] {
+  l.work().on_completion = [slots, size, mine, what, &comm] {
+    std::vector<int64_t> hashes(static_cast<size_t>(size));
+    check_cuda(
+        cudaMemcpy(hashes.data(), slots, hashes.size() * sizeof(int64_t), cudaMemcpyDeviceToHost),
+        "cudaMemcpy", what);
     std::vector<int> same;
     std::vector<int> other;
-    std::vector<int64_t> hashes = all.to_vector<int64_t>();
     for (size_t r = 0; r < hashes.size(); ++r) {
       (hashes[r] == mine ? same : other).push_back(comm.spec().global_ranks()[r]);
     }
@@ -99,7 +107,7 @@ void agree_on_new_group(Launch& l, ncclComm_t nccl) {
 // The NCCL calls of one op, between ncclGroupStart and ncclGroupEnd (called by enqueue).
 void issue(Launch& l, ncclComm_t nccl) {
   OpRequest& r = l.request();
-  const std::string what = l.comm().describe(r);
+  auto what = [&] { return l.comm().describe(r); };
   const int rank = l.comm().spec().rank;
   const int size = l.comm().spec().size();
   cudaStream_t s = l.stream();
@@ -228,7 +236,7 @@ void issue(Launch& l, ncclComm_t nccl) {
       return;
     }
   }
-  throw InvalidArgument(fmt::format("{}: the nccl backend has no such op", what));
+  throw InvalidArgument(fmt::format("{}: the nccl backend has no such op", what()));
 }
 
 // What NCCL cannot do that the arguments ask for: a receive from any source (NCCL matches a
@@ -255,21 +263,18 @@ void check_request(const Communicator& comm, const OpRequest& r) {
 void enqueue(NcclWork& work) {
   Communicator& comm = *work.comm();
   OpRequest& r = work.request();
-  const std::string what = comm.describe(r);
+  auto what = [&] { return comm.describe(r); };
   check_request(comm, r);
   if (r.kind == OpKind::Recv) work.source_rank = r.root;
   DeviceGuard guard(comm.device(), what);
-  check_cuda(cudaEventCreateWithFlags(&work.done_event, cudaEventDisableTiming), "cudaEventCreate",
-             what);
+  work.done_event = comm.take_event();
   Launch launch(work, comm);
   comm.launch([&](ncclComm_t nccl) {
     // The op reads what the caller's stream (and staging, by cudaMemcpy on it) wrote before.
-    cudaEvent_t ready = nullptr;
-    check_cuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate", what);
-    cudaError_t recorded = cudaEventRecord(ready, nullptr);
-    if (recorded == cudaSuccess) recorded = cudaStreamWaitEvent(comm.stream(), ready, 0);
-    cudaEventDestroy(ready);  // released by CUDA once the wait is satisfied
-    check_cuda(recorded, "cudaStreamWaitEvent", what);
+    // cudaStreamWaitEvent waits for the record as it is now, so one event serves every launch.
+    check_cuda(cudaEventRecord(comm.ready_event(), nullptr), "cudaEventRecord", what);
+    check_cuda(cudaStreamWaitEvent(comm.stream(), comm.ready_event(), 0), "cudaStreamWaitEvent",
+               what);
 
     check_nccl(ncclGroupStart(), "ncclGroupStart", what, nccl);
     try {
@@ -289,7 +294,9 @@ void enqueue(NcclWork& work) {
     // (new_group's check, the only other completion step, stages nothing.)
     work.on_completion = [&work] {
       for (auto& s : work.staged) {
-        if (s.copy_back) s.host.copy_(s.device);
+        if (!s.copy_back || s.bytes == 0) continue;
+        check_cuda(cudaMemcpy(s.host.data_ptr(), s.device, s.bytes, cudaMemcpyDeviceToHost),
+                   "cudaMemcpy", [&] { return work.comm()->describe(work.request()); });
       }
     };
   }

@@ -71,28 +71,17 @@ std::string nccl_error_text(ncclResult_t result, ncclComm_t comm) {
                      last != nullptr && *last != '\0' ? ": " : "", last != nullptr ? last : "");
 }
 
-void check_nccl(ncclResult_t result, std::string_view call, const std::string& context,
+void throw_nccl(ncclResult_t result, std::string_view call, const std::string& context,
                 ncclComm_t comm) {
-  if (result == ncclSuccess || result == ncclInProgress) return;
   throw BackendError(
       fmt::format("{}: {} failed: {}", context, call, nccl_error_text(result, comm)));
-}
-
-DeviceGuard::DeviceGuard(int device, const std::string& context) {
-  check_cuda(cudaGetDevice(&previous_), "cudaGetDevice", context);
-  if (previous_ == device) {
-    previous_ = -1;  // nothing to put back
-    return;
-  }
-  check_cuda(cudaSetDevice(device), "cudaSetDevice", context);
 }
 
 DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) cudaSetDevice(previous_);
 }
 
-void check_cuda(cudaError_t code, std::string_view call, const std::string& context) {
-  if (code == cudaSuccess) return;
+void throw_cuda(cudaError_t code, std::string_view call, const std::string& context) {
   cudaGetLastError();  // a non-sticky error must not be reported again by the next call
   throw BackendError(fmt::format("{}: {} failed: {} ({})", context, call, cudaGetErrorName(code),
                                  cudaGetErrorString(code)));
@@ -105,8 +94,8 @@ std::string format_timeout(std::chrono::milliseconds t) {
   return fmt::format("{} ms", ms);
 }
 
-void settle(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
-            const std::string& context, const std::function<std::exception_ptr()>& stop) {
+void settle_slowly(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
+                   const Describe& context, const std::function<std::exception_ptr()>& stop) {
   // A launch normally settles on the first query; init and split take milliseconds to seconds,
   // so the poll backs off to 1 ms rather than burning a core for them.
   auto pause = std::chrono::microseconds(0);
@@ -115,7 +104,8 @@ void settle(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
     check_nccl(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError", context, comm);
     if (state == ncclSuccess) return;
     if (state != ncclInProgress) {
-      throw BackendError(fmt::format("{}: NCCL failed: {}", context, nccl_error_text(state, comm)));
+      throw BackendError(
+          fmt::format("{}: NCCL failed: {}", context(), nccl_error_text(state, comm)));
     }
     if (stop) {
       if (std::exception_ptr error = stop()) std::rethrow_exception(error);
@@ -124,7 +114,7 @@ void settle(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
       throw Timeout(
           fmt::format("{}: NCCL did not finish by the deadline: some rank of the group "
                       "has not made the same call, or is stuck before it",
-                      context));
+                      context()));
     }
     if (pause.count() == 0) {
       std::this_thread::yield();

@@ -58,6 +58,61 @@ Communicator::Communicator(GroupSpec spec, int device, ncclComm_t comm,
   // in collectives.cpp order the two explicitly.
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate",
              context);
+  check_cuda(cudaEventCreateWithFlags(&ready_event_, cudaEventDisableTiming), "cudaEventCreate",
+             context);
+  int pools = 0;
+  memory_pools_ =
+      cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_) == cudaSuccess &&
+      pools != 0;
+}
+
+void* Communicator::allocate(size_t bytes) {
+  void* pointer = nullptr;
+  const size_t size = std::max<size_t>(bytes, 1);  // a unique, non-null address even for none
+  auto what = [&] {
+    return fmt::format("nccl: group '{}': {} bytes of staging memory on cuda:{}", spec_.name, bytes,
+                       device_);
+  };
+  if (memory_pools_) {
+    check_cuda(cudaMallocAsync(&pointer, size, stream_), "cudaMallocAsync", what);
+  } else {
+    check_cuda(cudaMalloc(&pointer, size), "cudaMalloc", what);
+  }
+  return pointer;
+}
+
+void Communicator::release(void* pointer) noexcept {
+  if (pointer == nullptr) return;
+  if (memory_pools_) {
+    cudaFreeAsync(pointer, stream_);
+  } else {
+    cudaFree(pointer);
+  }
+}
+
+cudaEvent_t Communicator::take_event() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_events_.empty()) {
+      cudaEvent_t event = free_events_.back();
+      free_events_.pop_back();
+      return event;
+    }
+  }
+  cudaEvent_t event = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate",
+             [this] { return fmt::format("nccl: group '{}' on cuda:{}", spec_.name, device_); });
+  return event;
+}
+
+void Communicator::return_event(cudaEvent_t event, bool fired) {
+  if (event == nullptr) return;
+  if (fired) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_events_.push_back(event);
+    return;
+  }
+  cudaEventDestroy(event);  // CUDA releases it once it has fired, if it ever does
 }
 
 Communicator::~Communicator() {
@@ -77,6 +132,8 @@ Communicator::~Communicator() {
       comm_ = nullptr;
     }
   }
+  for (cudaEvent_t event : free_events_) cudaEventDestroy(event);
+  if (ready_event_ != nullptr) cudaEventDestroy(ready_event_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -157,19 +214,22 @@ NcclWork::NcclWork(std::shared_ptr<Communicator> comm, OpRequest request)
   entry_.group = comm_->spec().name;
   entry_.op = request_.kind;
   entry_.seq = request_.seq;
-  entry_.sizes = describe_sizes(request_);
-  entry_.where = where_str(request_.where);
   entry_.enqueued = Clock::now();
   deadline_ = entry_.enqueued + comm_->timeout_of(request_);
 }
 
 NcclWork::~NcclWork() {
-  // Safe while the event is pending: CUDA releases it once it has fired.
-  if (done_event != nullptr) cudaEventDestroy(done_event);
+  for (const Staged& s : staged) comm_->release(s.device);
+  comm_->return_event(done_event, finished_.load(std::memory_order_acquire) && result_ == nullptr);
 }
 
 FlightEntry NcclWork::entry() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Formatted here, off the launch path: the watchdog reads each entry once, at retirement.
+  if (entry_.where.empty()) {
+    entry_.sizes = describe_sizes(request_);
+    entry_.where = where_str(request_.where);
+  }
   return entry_;
 }
 
@@ -201,7 +261,8 @@ std::string NcclWork::timeout_message(Clock::time_point now,
       "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; nccl "
       "backend); {}; {}; the communicator is aborted, so later ops of this group fail too",
       c.global_rank(), format_timeout(timeout), op_name(request_.kind), c.spec().name, request_.seq,
-      entry_.where, waited_ms, missing, Watchdog::instance().flight_record(c.spec().name, now));
+      where_str(request_.where), waited_ms, missing,
+      Watchdog::instance().flight_record(c.spec().name, now));
 }
 
 void NcclWork::time_out(Clock::time_point now, std::chrono::milliseconds timeout) {
@@ -270,8 +331,14 @@ void NcclWork::wait_until(Clock::time_point deadline, std::chrono::milliseconds 
 void NcclWork::block() { wait_until(deadline_, comm_->timeout_of(request_)); }
 
 void NcclWork::block_for(std::chrono::milliseconds timeout) {
-  // NCCL cannot cancel an op in flight, so a per-call timeout ends the group like the op's own.
-  wait_until(std::min(deadline_, entry_.enqueued + timeout), timeout);
+  // This call's own deadline, counted from the call; the op's own still applies when earlier.
+  // NCCL cannot cancel an op in flight, so either one ends the group.
+  const auto mine = Clock::now() + timeout;
+  if (mine < deadline_) {
+    wait_until(mine, timeout);
+  } else {
+    block();
+  }
 }
 
 std::string describe_sizes(const OpRequest& request) {

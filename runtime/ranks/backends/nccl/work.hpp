@@ -38,6 +38,17 @@ class Communicator {
   const GroupSpec& spec() const { return spec_; }
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
+  // Recorded on the caller's stream and waited for by ours at each launch; only used inside
+  // launch(), which serialises it.
+  cudaEvent_t ready_event() const { return ready_event_; }
+  // Device memory on the communicator's stream (cudaMallocAsync where the device has memory
+  // pools, else cudaMalloc); release queues the free behind everything enqueued so far.
+  void* allocate(size_t bytes);
+  void release(void* pointer) noexcept;
+  // Completion events are reused: creating one per op costs more than the rest of the launch.
+  cudaEvent_t take_event();
+  // A fired event goes back to the pool; one of a failed op is destroyed (it may never fire).
+  void return_event(cudaEvent_t event, bool fired);
   std::chrono::milliseconds default_timeout() const { return default_timeout_; }
   std::chrono::milliseconds timeout_of(const OpRequest& request) const;
 
@@ -88,6 +99,9 @@ class Communicator {
   const std::chrono::milliseconds default_timeout_;
   ncclComm_t comm_;  // null once aborted or destroyed
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t ready_event_ = nullptr;
+  bool memory_pools_ = false;
+  std::vector<cudaEvent_t> free_events_;  // under mutex_
 
   std::mutex launch_mutex_;  // held while NCCL calls run on comm_
   mutable std::mutex mutex_;
@@ -103,8 +117,8 @@ struct FlightEntry {
   std::string group;
   OpKind op = OpKind::Barrier;
   uint64_t seq = 0;
-  std::string sizes;  // "float32[1024] -> 4 x float32[1024]"
-  std::string where;  // "file.cpp:42"
+  std::string sizes;  // "float32[1024] -> 4 x float32[1024]" (filled when first read)
+  std::string where;  // "file.cpp:42" (filled when first read)
   Clock::time_point enqueued;
   std::string state = "enqueued";  // enqueued | completed | timed out | failed
 };
@@ -127,11 +141,14 @@ class NcclWork final : public ranks::detail::WorkState {
   OpRequest& request() { return request_; }
   FlightEntry entry() const;  // a copy: the state changes as the op finishes
   Clock::time_point deadline() const { return deadline_; }
-  // Staged copies of cpu tensors (and the cpu tensors they go back to), held until the event.
+  // Device memory of this op (staged cpu tensors, scratch buffers): stream-ordered on the
+  // communicator's stream and freed there when the work goes away, so that freeing never waits
+  // for the whole device (cudaFree would, and hang behind another group's stuck op).
   struct Staged {
-    Tensor device;
-    Tensor host;
-    bool copy_back;
+    void* device = nullptr;
+    size_t bytes = 0;
+    Tensor host;             // the cpu tensor it stands for; undefined for scratch
+    bool copy_back = false;  // NCCL writes it: copied to host once the op has completed
   };
   std::vector<Staged> staged;
   cudaEvent_t done_event = nullptr;  // recorded on the communicator's stream after the op
@@ -148,7 +165,7 @@ class NcclWork final : public ranks::detail::WorkState {
 
   const std::shared_ptr<Communicator> comm_;
   OpRequest request_;
-  FlightEntry entry_;
+  mutable FlightEntry entry_;  // its text fields are filled lazily by entry()
   Clock::time_point deadline_;
   mutable std::mutex mutex_;  // guards the finish and entry_.state
   std::atomic<bool> finished_{false};
