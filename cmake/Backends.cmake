@@ -42,5 +42,4 @@ if(RANKS_HAS_GLOO)
   target_link_libraries(ranks PRIVATE ${GLOO_LIBRARY})
 endif()
 
-# NCCL (issue #5) is not built yet.
-set(RANKS_HAS_NCCL 0)
+include(${CMAKE_CURRENT_LIST_DIR}/Cuda.cmake)

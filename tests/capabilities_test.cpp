@@ -287,6 +287,49 @@ TEST(Capabilities, NcclRejectsBitwiseReductions) {
             std::nullopt);
 }
 
+// NCCL matches a receive to one named sender, so the nccl table has no any_source; the
+// simulator enforcing it keeps `ranks sim --backend nccl` from passing a program real NCCL
+// would refuse.
+TEST(Capabilities, NcclHasNoReceiveFromAnySource) {
+  Tensor cuda = Tensor::zeros({2}, DType::Float32, Device::cuda(0));
+  Tensor cpu = Tensor::zeros({2}, DType::Float32);
+  OpRequest any = make_request(OpKind::Recv, {}, {cuda});
+  any.root = any_source;
+  OpRequest named = make_request(OpKind::Recv, {}, {cuda});
+  named.root = 1;
+  EXPECT_FALSE(capabilities("nccl").recv_any_source);
+  auto why = capabilities("nccl").why_unsupported(any);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why,
+            "the nccl backend has no receive from any source (it matches a receive to one named "
+            "sender); pass the src rank, or use the gloo or mpi backend for this exchange");
+  EXPECT_EQ(capabilities("nccl").why_unsupported(named), std::nullopt);
+  any.outputs = {cpu};
+  for (const char* backend : {"gloo", "mpi"}) {
+    EXPECT_TRUE(capabilities(backend).recv_any_source) << backend;
+    EXPECT_EQ(capabilities(backend).why_unsupported(any), std::nullopt) << backend;
+  }
+  EXPECT_TRUE(Contains(capabilities("nccl").to_markdown(), "recv from any_source: ✘."));
+}
+
+TEST(SimBackendMatrix, NcclRejectsReceiveFromAnySourceInTheSimulator) {
+  sim::Options options;
+  options.backend = "nccl";
+  sim::Report report = simulate(
+      2,
+      [] {
+        Tensor t = Tensor::zeros({1}, DType::Float32, Device::cuda(0));
+        if (get_rank() == 0) {
+          recv(t, any_source);
+        } else {
+          send(t, 0);
+        }
+      },
+      options);
+  EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
+  EXPECT_TRUE(Contains(report.to_text(), "nccl backend has no receive from any source"));
+}
+
 TEST(Capabilities, WhyUnsupportedRejectsMixedDevices) {
   Tensor cpu = Tensor::zeros({2}, DType::Float32);
   Tensor cuda = Tensor::zeros({2}, DType::Float32, Device::cuda(0));

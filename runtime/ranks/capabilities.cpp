@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "ranks/collectives.hpp"
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 
@@ -77,7 +78,8 @@ constexpr std::array nccl_reduce_ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp:
 constexpr std::string_view torch_sources =
     "torch.distributed docs, backends table (seed 004; docs 2.x for nccl send/recv/gather/scatter)";
 
-const BackendCapabilities nccl{"nccl", nccl_ops, nccl_reduce_ops, torch_sources};
+const BackendCapabilities nccl{"nccl", nccl_ops, nccl_reduce_ops, torch_sources,
+                               /*recv_any_source=*/false};
 const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
 const BackendCapabilities mpi{"mpi", mpi_ops, all_reduce_ops, torch_sources};
 
@@ -130,6 +132,12 @@ std::optional<std::string> BackendCapabilities::why_unsupported(const OpRequest&
                              : std::string(row->note.empty() ? "" : "; ") + std::string(row->note));
     }
   }
+  if (request.kind == OpKind::Recv && request.root == any_source && !recv_any_source) {
+    return fmt::format(
+        "the {} backend has no receive from any source (it matches a receive to one named "
+        "sender); pass the src rank, or use the gloo or mpi backend for this exchange",
+        backend);
+  }
   if (uses_reduce_op(request.kind) &&
       std::find(reduce_ops.begin(), reduce_ops.end(), request.reduce_op) == reduce_ops.end()) {
     return fmt::format("the {} backend has no '{}' reduction", backend,
@@ -153,8 +161,8 @@ std::string BackendCapabilities::to_markdown() const {
   }
   out += fmt::format(
       "\nreduce ops: {}. dtypes: all nine (bool, uint8, int8, int32, int64, "
-      "float16, bfloat16, float32, float64).\ntorch columns: {}.\n",
-      ops_list, sources);
+      "float16, bfloat16, float32, float64).{}\ntorch columns: {}.\n",
+      ops_list, recv_any_source ? "" : " recv from any_source: ✘.", sources);
   return out;
 }
 

@@ -37,6 +37,8 @@ struct BackendCapabilities {
   std::span<const OpSupport> ops;
   std::span<const ReduceOp> reduce_ops;  // supported reduce ops (any dtype that has them)
   std::string_view sources;              // where the torch columns come from
+  // Whether recv(t, any_source) exists; NCCL matches a receive to one named sender only.
+  bool recv_any_source = true;
 
   const OpSupport* find(OpKind) const;
   // Empty when op/device/dtype/reduce op is supported; otherwise why not, with what to do.

@@ -43,6 +43,8 @@ Context* const* set_context_slot(Context* const* slot) {
   return std::exchange(simulated_slot, slot);
 }
 
+bool simulating_on_this_thread() { return simulated_slot != nullptr; }
+
 uint64_t Rng::next() {
   uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -94,6 +94,8 @@ namespace detail {
 // switch: the running rank's Context, or null on the main fiber. Real runs never set one.
 // Returns the previous slot.
 Context* const* set_context_slot(Context* const* slot);
+// Whether a simulator runs its ranks on this thread (then cuda tensors are host memory).
+bool simulating_on_this_thread();
 }  // namespace detail
 
 }  // namespace ranks

@@ -13,6 +13,7 @@
 #include "ranks/backends/registry.hpp"
 #include "ranks/capabilities.hpp"
 #include "ranks/context.hpp"
+#include "ranks/detail/cuda.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
 #include "ranks/launch/launcher.hpp"
@@ -110,9 +111,9 @@ void exchange_hosts(Membership& m, Store& store) {
   if (!m.local_size) m.local_size = local_size;
 }
 
+// torch's rule: nccl when this process has a GPU (and nccl was built), else gloo.
 std::string default_backend() {
-  // nccl needs a GPU (issue #5); until it is built, gloo.
-  return backends::is_built("nccl") ? "nccl" : "gloo";
+  return backends::is_built("nccl") && detail::cuda_device_count() > 0 ? "nccl" : "gloo";
 }
 
 }  // namespace

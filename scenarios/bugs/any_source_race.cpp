@@ -1,7 +1,10 @@
 // Bug: rank 0 receives from any source and assumes rank 1's message comes first. It usually does
 // (rank 1 tends to run first), so tests pass; some schedules deliver rank 2's first.
-//   ranks sim -n 3 -- bug_any_source_race               -> ok (the FIFO schedule)
-//   ranks sim -n 3 --seeds 1:20 -- bug_any_source_race  -> error on the first seed that races
+// (gloo or mpi: NCCL has no receive from any source, so under `--backend nccl`, the default, the
+// program is refused as unsupported before it can race.)
+//   ranks sim -n 3 --backend gloo -- bug_any_source_race               -> ok (the FIFO schedule)
+//   ranks sim -n 3 --backend gloo --seeds 1:20 -- bug_any_source_race  -> error on the first seed
+//                                                                         that races
 
 #include <ranks/ranks.hpp>
 #include <stdexcept>

@@ -11,10 +11,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"ranks: run one multi-rank program simulated (ranks sim) or for real"};
   app.require_subcommand(1);
-  app.set_version_flag(
-      "--version",
-      fmt::format("ranks {} (backends: sim{}{}{})", RANKS_VERSION, RANKS_HAS_GLOO ? ", gloo" : "",
-                  RANKS_HAS_MPI ? ", mpi" : "", RANKS_HAS_NCCL ? ", nccl" : ""));
+  app.set_version_flag("--version",
+                       fmt::format("ranks {} (backends: sim{}{}{})\nnccl: {}", RANKS_VERSION,
+                                   RANKS_HAS_GLOO ? ", gloo" : "", RANKS_HAS_MPI ? ", mpi" : "",
+                                   RANKS_HAS_NCCL ? ", nccl" : "", RANKS_NCCL_STATUS));
   ranks::cli::Command sim = ranks::cli::add_sim_command(app);
   ranks::cli::Command matrix = ranks::cli::add_matrix_command(app);
   ranks::cli::Command run = ranks::cli::add_run_command(app);

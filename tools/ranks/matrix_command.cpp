@@ -29,6 +29,7 @@ Command add_matrix_command(CLI::App& app) {
     out += RANKS_HAS_MPI ? " mpi" : "";
     out += RANKS_HAS_NCCL ? " nccl" : "";
     out += RANKS_HAS_GLOO || RANKS_HAS_MPI || RANKS_HAS_NCCL ? "\n" : " none (simulator only)\n";
+    out += "nccl: " RANKS_NCCL_STATUS "\n";
     std::fputs(out.c_str(), stdout);
     return 0;
   };

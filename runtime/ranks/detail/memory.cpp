@@ -4,12 +4,35 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 
+#include "ranks/context.hpp"
+#include "ranks/detail/cuda.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::detail {
+
+namespace {
+
+bool host_memory_requested() {
+  static const bool requested = [] {
+    const char* value = std::getenv("RANKS_CUDA_MEMORY");
+    if (value == nullptr || *value == '\0' || std::string_view(value) == "device") return false;
+    if (std::string_view(value) == "host") return true;
+    throw InvalidArgument(fmt::format("RANKS_CUDA_MEMORY='{}' is not 'host' or 'device'", value));
+  }();
+  return requested;
+}
+
+// Memory of this device lives on a GPU (rather than in host memory tagged as cuda).
+bool on_gpu(Device device) { return device.is_cuda() && !cuda_is_host_memory(); }
+
+}  // namespace
+
+bool cuda_is_host_memory() { return simulating_on_this_thread() || host_memory_requested(); }
 
 void validate_device(Device device) {
   if (device.is_cpu() && device.index != 0) {
@@ -24,6 +47,11 @@ void validate_device(Device device) {
 
 std::shared_ptr<void> allocate(Device device, size_t bytes) {
   validate_device(device);
+  if (on_gpu(device)) {
+    const int index = device.index;
+    return std::shared_ptr<void>(cuda_malloc(index, bytes),
+                                 [index](void* p) { cuda_free(index, p); });
+  }
   if (bytes <= kSmallAllocation) {
     // One allocation for the bytes and the reference count: small tensors are made on every
     // step of a training loop (and on every rank of a 16,384-rank simulation). malloc's 16-byte
@@ -41,6 +69,9 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   validate_device(dst_device);
   validate_device(src_device);
   if (n == 0) return;
+  if (on_gpu(dst_device) || on_gpu(src_device)) {
+    return cuda_copy(dst, src, n, on_gpu(dst_device) ? dst_device.index : src_device.index);
+  }
   // memmove, not memcpy: from_blob tensors may alias each other arbitrarily.
   std::memmove(dst, src, n);
 }
@@ -48,6 +79,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 void zero_bytes(void* dst, Device device, size_t n) {
   validate_device(device);
   if (n == 0) return;
+  if (on_gpu(device)) return cuda_zero(device.index, dst, n);
   std::memset(dst, 0, n);
 }
 

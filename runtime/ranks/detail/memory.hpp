@@ -1,7 +1,9 @@
 #pragma once
-// The only place that allocates, fills and copies tensor memory. Until the NCCL backend lands, a
-// CUDA tensor is host memory tagged as CUDA; when it does, these functions (and nothing else)
-// learn to call cudaMalloc/cudaMemcpy, so every other file stays device-agnostic.
+// The only place that allocates, fills and copies tensor memory, so every other file stays
+// device-agnostic. A cuda tensor is device memory (cudaMalloc) in real runs of a CUDA build, and
+// host memory tagged as cuda where cuda_is_host_memory() says so: in the simulator (API.md), and
+// when RANKS_CUDA_MEMORY=host asks for it (device rules exercised on a machine without a GPU).
+// Otherwise a cuda tensor on a machine without CUDA is an Unsupported error naming the reason.
 
 #include <cstddef>
 #include <memory>
@@ -20,6 +22,10 @@ inline constexpr size_t kSmallAllocationAlignment = 16;
 // InvalidArgument for a device no memory can live on: a cpu index other than 0, a negative cuda
 // index. Every function below checks its devices with it.
 void validate_device(Device device);
+
+// True when cuda tensors made or copied on this thread are host memory: a simulator runs here,
+// or the environment has RANKS_CUDA_MEMORY=host (read once).
+bool cuda_is_host_memory();
 
 // bytes of aligned memory (see above) on device, released when the last owner goes
 // away. Zero bytes still returns a unique non-null pointer. Throws std::bad_alloc when memory

@@ -1,0 +1,179 @@
+#include "ranks/backends/nccl/backend.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "ranks/backends/nccl/types.hpp"
+#include "ranks/backends/nccl/watchdog.hpp"
+#include "ranks/backends/nccl/work.hpp"
+#include "ranks/detail/cuda.hpp"
+#include "ranks/detail/memory.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/store/stores.hpp"
+
+namespace ranks::backends::nccl {
+
+namespace detail {
+namespace {
+
+constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::minutes(30);
+
+// Non-blocking: NCCL calls return at once and are polled against our deadlines (backend.hpp).
+ncclConfig_t make_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+std::vector<uint8_t> bytes_of(const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return {b, b + n};
+}
+
+// Every rank announces itself before NCCL starts, so that a rank that never comes is named
+// ("3/4 ranks joined; missing: 2") rather than surfacing as a timeout inside NCCL's bootstrap.
+void join(ranks::Store& store, const GroupSpec& spec, std::chrono::milliseconds timeout,
+          const std::string& who) {
+  store.set(fmt::format("joined/{}", spec.rank), {1});
+  std::vector<std::string> keys;
+  for (int r = 0; r < spec.size(); ++r) keys.push_back(fmt::format("joined/{}", r));
+  try {
+    store.wait(keys, timeout);
+  } catch (const Error& e) {
+    std::vector<int> missing;
+    for (int r = 0; r < spec.size(); ++r) {
+      try {
+        if (!store.check({keys[static_cast<size_t>(r)]})) missing.push_back(r);
+      } catch (const Error&) {
+        // The store itself failed; its own message (below) says so.
+      }
+    }
+    throw RendezvousError(fmt::format(
+        "{}: {}/{} ranks joined within {}; missing: {} ({})", who,
+        spec.size() - static_cast<int>(missing.size()), spec.size(), format_timeout(timeout),
+        missing.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(missing, ", ")),
+        e.what()));
+  }
+}
+
+// The world communicator: rank 0's unique id through the store, then ncclCommInitRankConfig.
+ncclComm_t init_world(const std::shared_ptr<ranks::Store>& root_store, const GroupSpec& spec,
+                      int device, std::chrono::milliseconds timeout) {
+  const std::string who = fmt::format(
+      "nccl: creating the world communicator (rank {} of {} on "
+      "cuda:{})",
+      spec.rank, spec.size(), device);
+  PrefixStore store("nccl/" + spec.name, root_store);
+  join(store, spec, timeout, who);
+  ncclUniqueId id{};
+  if (spec.rank == 0) {
+    check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", who);
+    store.set("unique_id", bytes_of(&id, sizeof(id)));
+  } else {
+    store.wait({"unique_id"}, timeout);
+    std::vector<uint8_t> value = store.get("unique_id");
+    if (value.size() != sizeof(id)) {
+      throw RendezvousError(fmt::format("{}: the unique id from rank 0 has {} bytes, not {}", who,
+                                        value.size(), sizeof(id)));
+    }
+    std::memcpy(&id, value.data(), sizeof(id));
+  }
+  ncclConfig_t config = make_config();
+  ncclComm_t comm = nullptr;
+  check_nccl(ncclCommInitRankConfig(&comm, spec.size(), id, spec.rank, &config),
+             "ncclCommInitRankConfig", who, comm);
+  try {
+    settle(comm, Clock::now() + timeout, who, {});
+  } catch (...) {
+    ncclCommAbort(comm);
+    throw;
+  }
+  return comm;
+}
+
+class NcclBackend final : public Backend {
+ public:
+  explicit NcclBackend(std::shared_ptr<Communicator> comm) : comm_(std::move(comm)) {}
+
+  std::string_view name() const override { return "nccl"; }
+  Work submit(OpRequest&& request) override { return start(comm_, std::move(request)); }
+
+  // ncclCommSplit from this communicator: every rank of it takes part (non-members with
+  // NCCL_SPLIT_NOCOLOR); members are keyed by their group rank, so NCCL's ranks are ours.
+  std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) override {
+    const std::string who =
+        fmt::format("nccl: new_group '{}' (split from group '{}', rank {} of {})", spec.name,
+                    comm_->spec().name, comm_->spec().rank, comm_->spec().size());
+    DeviceGuard guard(comm_->device(), who);
+    ncclComm_t sub = nullptr;
+    const auto deadline = Clock::now() + comm_->default_timeout();
+    comm_->launch([&](ncclComm_t parent) {
+      ncclConfig_t config = make_config();
+      check_nccl(ncclCommSplit(parent, spec.rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
+                               std::max(spec.rank, 0), &sub, &config),
+                 "ncclCommSplit", who, parent);
+      settle(parent, deadline, who, {});
+      if (sub != nullptr) settle(sub, deadline, who, {});
+    });
+    if (spec.rank < 0) return nullptr;
+    int rank = -1;
+    int size = 0;
+    check_nccl(ncclCommUserRank(sub, &rank), "ncclCommUserRank", who, sub);
+    check_nccl(ncclCommCount(sub, &size), "ncclCommCount", who, sub);
+    auto comm =
+        std::make_shared<Communicator>(spec, comm_->device(), sub, comm_->default_timeout());
+    if (rank != spec.rank || size != spec.size()) {
+      throw BackendError(fmt::format("{}: ncclCommSplit made rank {} of {}, expected rank {} of {}",
+                                     who, rank, size, spec.rank, spec.size()));
+    }
+    return std::make_unique<NcclBackend>(std::move(comm));
+  }
+
+ private:
+  const std::shared_ptr<Communicator> comm_;
+};
+
+}  // namespace
+}  // namespace detail
+
+std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
+  if (setup.store == nullptr) {
+    throw InvalidArgument(
+        "nccl backend: the world needs a store to exchange NCCL's unique id (TCPStore, "
+        "FileStore, ...); none was given");
+  }
+  if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size) {
+    throw InvalidArgument(fmt::format("nccl backend: rank {} is out of range for world size {}",
+                                      setup.rank, setup.world_size));
+  }
+  const std::string who = fmt::format("nccl backend: rank {} of {} (local rank {})", setup.rank,
+                                      setup.world_size, setup.local_rank);
+  if (ranks::detail::cuda_is_host_memory()) {
+    throw InvalidArgument(fmt::format(
+        "{}: RANKS_CUDA_MEMORY=host makes cuda tensors host memory, which NCCL cannot move; "
+        "unset it, or use the gloo backend",
+        who));
+  }
+  // Read now, so that a bad value is an error here rather than in the watchdog thread.
+  (void)detail::exit_on_timeout();
+  // Unsupported "... no CUDA device ..." on a machine without one; InvalidArgument when the
+  // local rank has no device of its own (NCCL refuses two ranks on one GPU).
+  ranks::detail::require_cuda_device(setup.local_rank, who);
+  const int device = setup.local_rank;
+  // The device stays bound to this process's main thread: the program's own kernels and
+  // cudaMalloc go to the rank's GPU, as torch.cuda.set_device(LOCAL_RANK) would do.
+  detail::check_cuda(cudaSetDevice(device), "cudaSetDevice", who);
+  const auto timeout = setup.timeout.count() > 0 ? setup.timeout : detail::kDefaultTimeout;
+  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(setup.world_size));
+  std::iota(members->begin(), members->end(), 0);
+  GroupSpec spec{"world", std::move(members), setup.rank};
+  ncclComm_t comm = detail::init_world(setup.store, spec, device, timeout);
+  return std::make_unique<detail::NcclBackend>(
+      std::make_shared<detail::Communicator>(std::move(spec), device, comm, timeout));
+}
+
+}  // namespace ranks::backends::nccl
