@@ -26,6 +26,10 @@ struct Options {
   bool move_data = true;                       // false: shapes only (planning at huge scale)
   std::optional<std::filesystem::path> trace;  // Chrome trace JSON (Perfetto)
   size_t stack_bytes = 0;  // per rank; 0: 256 KiB up to 4,096 ranks, 64 KiB above
+  // The cost model that prices ops on the virtual clock: "" or "free" (ops take no virtual
+  // time), a preset ("h100-nvlink-ib", "pcie-gen5-ib", "ethernet-40g") or a model file (JSON,
+  // e.g. from `ranks calibrate`). Topology comes from ranks_per_node.
+  std::string model;
 };
 
 struct RankReport {

@@ -12,5 +12,8 @@ using Command = std::function<int()>;
 Command add_sim_command(CLI::App& app);
 Command add_matrix_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
+Command add_calibrate_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 }  // namespace ranks::cli

@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   ranks::cli::Command sim = ranks::cli::add_sim_command(app);
   ranks::cli::Command matrix = ranks::cli::add_matrix_command(app);
   ranks::cli::Command run = ranks::cli::add_run_command(app);
+  ranks::cli::Command bench = ranks::cli::add_bench_command(app);
+  ranks::cli::Command calibrate = ranks::cli::add_calibrate_command(app);
+  ranks::cli::Command report = ranks::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,6 +30,9 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("sim")) return sim();
     if (app.got_subcommand("matrix")) return matrix();
     if (app.got_subcommand("run")) return run();
+    if (app.got_subcommand("bench")) return bench();
+    if (app.got_subcommand("calibrate")) return calibrate();
+    if (app.got_subcommand("report")) return report();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ranks: error: %s\n", e.what());
     return 2;

@@ -34,6 +34,7 @@ struct SimArgs {
   std::vector<std::string> faults;
   std::string trace;
   std::string report;
+  std::string model;
   std::vector<std::string> program;
 };
 
@@ -58,6 +59,7 @@ int run_program(const SimArgs& args, const std::string& report_path, bool quiet 
       {"RANKS_SIM_FAULTS", join(args.faults, ';')},
       {"RANKS_SIM_TRACE", args.trace},
       {"RANKS_SIM_REPORT", report_path},
+      {"RANKS_SIM_MODEL", args.model},
   };
   std::fflush(nullptr);
   pid_t child = fork();
@@ -187,6 +189,9 @@ Command add_sim_command(CLI::App& app) {
   sim->add_option("--fault", args->faults, "fault spec, e.g. crash:rank=1,op=3");
   sim->add_option("--trace", args->trace, "write a Chrome/Perfetto trace here");
   sim->add_option("--report", args->report, "write the JSON report here");
+  sim->add_option("--model", args->model,
+                  "cost model: a preset (h100-nvlink-ib, pcie-gen5-ib, ethernet-40g) or a model "
+                  "file from `ranks calibrate`; default free (ops take no virtual time)");
   sim->add_option("program", args->program, "the program and its arguments (after --)")->required();
   sim->positionals_at_end();
   return [args] { return run_sim(*args); };

@@ -141,8 +141,15 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   std::vector<Arrival> arrivals = std::move(pending.arrivals);
   if (recent_ != pending_.end() && recent_->first == seq) recent_ = pending_.end();
   pending_.erase(seq);
+  // Every rank leaves when the last one arrives plus the op's price: contention-free, so ranks
+  // that arrived early have waited, as they would for a real collective.
+  const Nanos cost = engine_.priced() && !error ? collective_cost(engine_, *this, first) : Nanos{0};
   for (Arrival& arrival : arrivals) {
-    engine_.complete(*arrival.work, error);
+    if (cost.count() > 0) {
+      engine_.complete_after(cost, std::move(arrival.work));
+    } else {
+      engine_.complete(*arrival.work, error);
+    }
     arrival = Arrival{};
   }
   spare_slots_.push_back(std::move(arrivals));
@@ -218,6 +225,15 @@ void SimGroup::match(Message& send, Message& recv) {
     out.copy_(in);
   }
   recv.work->source_rank = send.work->group_rank;
+  const Nanos cost =
+      engine_.priced() && !error
+          ? message_cost(engine_, *this, send.work->group_rank, recv.work->group_rank, in.nbytes())
+          : Nanos{0};
+  if (cost.count() > 0) {
+    engine_.complete_after(cost, std::move(send.work));
+    engine_.complete_after(cost, std::move(recv.work));
+    return;
+  }
   engine_.complete(*send.work, error);
   engine_.complete(*recv.work, error);
 }

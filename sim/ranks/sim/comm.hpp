@@ -126,6 +126,11 @@ class SimComm final : public Backend {
   int global_rank_;  // in the world
 };
 
+// The cost model's price of a matched collective (its first arrival's request) and of a matched
+// message between two group ranks (pricing.cpp).
+Nanos collective_cost(const Engine& engine, const SimGroup& group, const OpRequest& first);
+Nanos message_cost(const Engine& engine, const SimGroup& group, int src, int dst, size_t bytes);
+
 // Computes a matched collective's results into the arrivals' output tensors (one request per
 // group rank, in group-rank order). Reductions fold in rank order, so results are exact and
 // the same on every run. With move_data false only the cross-rank size checks run. Throws

@@ -50,10 +50,13 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
         fmt::format("sim: backend '{}' is not one of nccl, gloo, mpi", options.backend));
   }
   faults_ = parse_faults(options.faults, options.world_size);
+  if (!options.model.empty()) cost_model_ = load_cost_model(options.model);
+  priced_ = !cost_model_.is_free();
+  ranks_per_node_ = options.ranks_per_node == 0 ? options.world_size : options.ranks_per_node;
   peers_fail_fast_ = options.backend != "nccl";
   for (const Fault& fault : faults_) {
     if (fault.kind == Fault::Kind::CrashAtTime) {
-      events_.push(Event{fault.at, event_order_++, fault.rank, &fault});
+      events_.push(Event{fault.at, event_order_++, fault.rank, &fault, nullptr});
     }
   }
   if (options.trace) trace_ = std::make_unique<Trace>();
@@ -215,6 +218,15 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
   if (work.owner.waiting_on == &work) wake(work.owner);
 }
 
+void Engine::complete_after(Nanos delay, std::shared_ptr<SimWork> work) {
+  if (delay.count() <= 0) {
+    complete(*work);
+    return;
+  }
+  const int owner = work->owner.rank;
+  events_.push(Event{now_ + delay, event_order_++, owner, nullptr, std::move(work)});
+}
+
 void Engine::on_op_entered(SimRank& rank, const BlockInfo& op) {
   ++rank.ops_entered;
   for (const Fault& fault : faults_) {
@@ -268,7 +280,7 @@ void Engine::sleep_for(Nanos duration) {
   if (duration.count() <= 0) return;
   if (stuck_) throw Deadlock(fmt::format("rank {} cannot sleep: the run is stuck", rank->rank));
   Nanos start = now_;
-  events_.push(Event{now_ + duration, event_order_++, rank->rank, nullptr});
+  events_.push(Event{now_ + duration, event_order_++, rank->rank, nullptr, nullptr});
   rank->waiting_on = nullptr;
   block(*rank, BlockInfo{"sleep_for", nullptr, -1, {}}, never);
   if (rank->wake_error) std::rethrow_exception(std::exchange(rank->wake_error, nullptr));
@@ -305,7 +317,9 @@ void Engine::on_idle() {
     Event event = events_.top();
     events_.pop();
     SimRank& target = rank(event.rank);
-    if (event.crash == nullptr) {
+    if (event.work) {
+      complete(*event.work);
+    } else if (event.crash == nullptr) {
       wake(target);
     } else if (target.state == RankState::Blocked) {
       std::string where = target.waiting_on == nullptr

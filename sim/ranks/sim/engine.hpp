@@ -14,6 +14,7 @@
 
 #include "ranks/context.hpp"
 #include "ranks/sim.hpp"
+#include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
 #include "ranks/sim/trace.hpp"
 
@@ -94,6 +95,13 @@ class Engine final : public Clock {
   void wait(SimRank& rank, SimWork& work);
   // Marks work done (or failed) and wakes its rank if it is blocked on it.
   void complete(SimWork& work, std::exception_ptr error = nullptr);
+  // The same, `delay` later on the virtual clock (the cost model's price of the op).
+  void complete_after(Nanos delay, std::shared_ptr<SimWork> work);
+
+  // The cost model (pricing.cpp): whether ops cost virtual time at all, and what they cost.
+  bool priced() const { return priced_; }
+  const CostModel& cost_model() const { return cost_model_; }
+  int node_of(int global_rank) const { return global_rank / ranks_per_node_; }
   void record_failure(SimRank& rank, std::string kind, std::string message);
 
   // Called by the scheduler when no fiber is ready.
@@ -106,7 +114,8 @@ class Engine final : public Clock {
     Nanos time;
     uint64_t order;
     int rank;
-    const Fault* crash;  // null: wake a sleeping rank; else crash the rank
+    const Fault* crash;  // null: wake a sleeping rank (or complete `work`); else crash the rank
+    std::shared_ptr<SimWork> work;  // an op whose priced time is up
     bool operator>(const Event& other) const {
       return time != other.time ? time > other.time : order > other.order;
     }
@@ -128,6 +137,9 @@ class Engine final : public Clock {
   Report make_report() const;
 
   Options options_;
+  CostModel cost_model_;
+  bool priced_ = false;
+  int ranks_per_node_ = 1;
   Nanos now_{0};
   uint64_t event_order_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Regenerates reports/bench/ on this machine: measures gloo and mpi with 2 and 4 processes,
+# fits a cost model per backend, predicts the same sweeps on the simulator with those models,
+# and writes the report (summary.md + plots). About two minutes on a 2-core machine.
+#
+# usage: reports/bench/run.sh [BUILD_DIR]      (default: build)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+ranks="$build/tools/ranks"
+sweep="-o all -b 8 -e 4M -f 2 -w 5 -n 20"
+data="$here/data"
+mkdir -p "$data"
+rm -f "$data"/*.jsonl
+
+for backend in gloo mpi; do
+  for n in 2 4; do
+    "$ranks" bench -n "$n" --backend "$backend" -- $sweep --json "$data/$backend.jsonl" \
+      > "$data/$backend-n$n.txt"
+  done
+  "$ranks" calibrate "$data/$backend.jsonl" -o "$here/$backend-model.json" \
+    --name "$backend-$(hostname)" 2> "$data/$backend-calibration.txt"
+  cat "$data/$backend-calibration.txt"
+  # The simulator's prediction of the same sweep, through the virtual clock.
+  for n in 2 4; do
+    "$ranks" bench --sim -n "$n" --backend "$backend" --model "$here/$backend-model.json" -- \
+      $sweep --json "$data/sim-$backend.jsonl" > "$data/sim-$backend-n$n.txt"
+  done
+done
+
+"$ranks" report "$data"/gloo.jsonl "$data"/mpi.jsonl "$data"/sim-gloo.jsonl "$data"/sim-mpi.jsonl \
+  --model "gloo=$here/gloo-model.json" --model "mpi=$here/mpi-model.json" -o "$here" \
+  --title "ranks bench on $(hostname): gloo and Open MPI, measured and predicted"

@@ -1,0 +1,204 @@
+#include "ranks/sim/calibrate.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace ranks::sim {
+
+namespace {
+
+// Unknowns, in order: overhead, alpha, 1/beta (all seconds-based, all >= 0).
+using Params = std::array<double, 3>;
+
+struct Fit {
+  Segment segment;
+  double max_error = unlimited;
+};
+
+std::array<double, 3> row(const std::string& family, Algorithm a, const Sample& s) {
+  Terms t = terms(family, a, s.n);
+  return {1.0, t.steps, t.factor * s.bytes};
+}
+
+// Solves the normal equations of the weighted problem restricted to the unknowns in `mask`;
+// nullopt when they are singular. Columns are scaled first: bytes and seconds differ by 1e15.
+std::optional<Params> solve(const std::vector<std::array<double, 3>>& rows,
+                            const std::vector<double>& y, unsigned mask) {
+  std::vector<int> cols;
+  for (int c = 0; c < 3; ++c) {
+    if (mask & (1u << c)) cols.push_back(c);
+  }
+  const size_t k = cols.size();
+  std::array<double, 3> scale{1, 1, 1};
+  for (size_t j = 0; j < k; ++j) {
+    double sum = 0;
+    for (size_t i = 0; i < rows.size(); ++i) sum += std::pow(rows[i][cols[j]] / y[i], 2);
+    scale[j] = sum > 0 ? std::sqrt(sum) : 0;
+    if (scale[j] == 0) return std::nullopt;
+  }
+  // Weighted by 1/y: each equation is row/y . p = 1.
+  std::array<std::array<double, 4>, 3> m{};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t a = 0; a < k; ++a) {
+      const double xa = rows[i][cols[a]] / y[i] / scale[a];
+      for (size_t b = 0; b < k; ++b) m[a][b] += xa * rows[i][cols[b]] / y[i] / scale[b];
+      m[a][k] += xa;
+    }
+  }
+  for (size_t c = 0; c < k; ++c) {
+    size_t pivot = c;
+    for (size_t r = c + 1; r < k; ++r) {
+      if (std::abs(m[r][c]) > std::abs(m[pivot][c])) pivot = r;
+    }
+    if (std::abs(m[pivot][c]) < 1e-10) return std::nullopt;
+    std::swap(m[c], m[pivot]);
+    for (size_t r = 0; r < k; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c] / m[c][c];
+      for (size_t j = c; j <= k; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  Params p{0, 0, 0};
+  for (size_t j = 0; j < k; ++j) p[static_cast<size_t>(cols[j])] = m[j][k] / m[j][j] / scale[j];
+  return p;
+}
+
+Segment to_segment(Algorithm a, const Params& p) {
+  Segment s;
+  s.algorithm = a;
+  s.overhead_s = p[0];
+  s.alpha_s = p[1];
+  s.beta_Bps = p[2] > 0 ? 1.0 / p[2] : unlimited;
+  return s;
+}
+
+double max_error(const std::string& family, const Segment& seg,
+                 const std::vector<const Sample*>& samples) {
+  double worst = 0;
+  for (const Sample* s : samples) {
+    Terms t = terms(family, seg.algorithm, s->n);
+    double predicted = seg.overhead_s + t.steps * seg.alpha_s +
+                       (std::isinf(seg.beta_Bps) ? 0 : t.factor * s->bytes / seg.beta_Bps);
+    worst = std::max(worst, std::abs(predicted - s->seconds) / s->seconds);
+  }
+  return worst;
+}
+
+// The best non-negative fit of one size range: every algorithm, every subset of unknowns
+// (a negative unknown means the data do not support it, so it is dropped and the rest refitted).
+Fit fit_range(const std::string& family, const std::vector<const Sample*>& samples) {
+  Fit best;
+  for (Algorithm a : algorithms_for(family)) {
+    std::vector<std::array<double, 3>> rows;
+    std::vector<double> y;
+    for (const Sample* s : samples) {
+      rows.push_back(row(family, a, *s));
+      y.push_back(s->seconds);
+    }
+    // Fewer unknowns first, so an equally good simpler fit wins.
+    for (unsigned mask : {2u, 4u, 6u, 1u, 5u, 3u, 7u}) {
+      auto p = solve(rows, y, mask);
+      if (!p || (*p)[0] < 0 || (*p)[1] < 0 || (*p)[2] < 0) continue;
+      Segment seg = to_segment(a, *p);
+      double err = max_error(family, seg, samples);
+      if (err < best.max_error * (1 - 1e-9)) best = Fit{seg, err};
+    }
+  }
+  return best;
+}
+
+// Every way to cut the sorted sizes into `parts` ranges of at least `min_sizes` sizes each.
+void cuts(size_t sizes, int parts, size_t min_sizes, std::vector<size_t>& current,
+          std::vector<std::vector<size_t>>& out) {
+  const size_t begin = current.empty() ? 0 : current.back();
+  if (parts == 1) {
+    if (sizes - begin >= min_sizes) out.push_back(current);
+    return;
+  }
+  for (size_t end = begin + min_sizes; end + min_sizes <= sizes; ++end) {
+    current.push_back(end);
+    cuts(sizes, parts - 1, min_sizes, current, out);
+    current.pop_back();
+  }
+}
+
+std::vector<Segment> fit_family(const std::string& family, const std::vector<const Sample*>& all,
+                                const CalibrationOptions& options) {
+  std::vector<double> sizes;
+  for (const Sample* s : all) sizes.push_back(s->bytes);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const size_t min_sizes = std::max<size_t>(1, static_cast<size_t>(options.min_sizes_per_segment));
+
+  std::vector<Segment> best;
+  double best_score = unlimited;
+  for (int parts = 1; parts <= options.max_segments; ++parts) {
+    std::vector<std::vector<size_t>> plans;
+    std::vector<size_t> current;
+    cuts(sizes.size(), parts, parts == 1 ? 1 : min_sizes, current, plans);
+    for (const auto& plan : plans) {
+      std::vector<Segment> segments;
+      double worst = 0;
+      size_t begin = 0;
+      for (size_t p = 0; p <= plan.size(); ++p) {
+        const size_t end = p < plan.size() ? plan[p] : sizes.size();
+        const double low = sizes[begin], high = sizes[end - 1];
+        std::vector<const Sample*> part;
+        for (const Sample* s : all) {
+          if (s->bytes >= low && s->bytes <= high) part.push_back(s);
+        }
+        Fit fit = fit_range(family, part);
+        fit.segment.up_to_bytes = end == sizes.size() ? unlimited : high;
+        worst = std::max(worst, fit.max_error);
+        segments.push_back(fit.segment);
+        begin = end;
+      }
+      // Another range must earn its keep: cut the worst error by 10% of itself and by 2
+      // percentage points, or it is fitting noise.
+      const double score = worst * (1 + 0.1 * (parts - 1)) + 0.02 * (parts - 1);
+      if (score < best_score) {
+        best_score = score;
+        best = segments;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+CostModel calibrate(const std::vector<Sample>& samples, const std::string& name,
+                    const std::string& backend, const CalibrationOptions& options) {
+  CostModel model;
+  model.name = name;
+  model.backend = backend;
+  model.description = "fitted by ranks calibrate from " + std::to_string(samples.size()) +
+                      " measurements" + (backend.empty() ? "" : " on " + backend);
+  model.sources = {"ranks bench measurements"};
+  std::map<std::pair<std::string, LinkClass>, std::vector<const Sample*>> groups;
+  for (const Sample& s : samples) {
+    if (s.seconds > 0) groups[{s.family, s.link}].push_back(&s);
+  }
+  for (const auto& [key, group] : groups) {
+    const auto& [family, link] = key;
+    OpModel& op = model.ops[family];
+    (link == LinkClass::Intra ? op.intra : op.inter) = fit_family(family, group, options);
+  }
+  if (auto it = model.ops.find("sendrecv"); it != model.ops.end()) {
+    // The largest sizes' range: the one that sets bandwidth.
+    auto as_link = [](const Segment& s) { return Link{s.overhead_s + s.alpha_s, s.beta_Bps}; };
+    if (!it->second.intra.empty()) model.intra = as_link(it->second.intra.back());
+    if (!it->second.inter.empty()) model.inter = as_link(it->second.inter.back());
+  }
+  return model;
+}
+
+double relative_error(const CostModel& model, const Sample& sample) {
+  double predicted = predict(model, sample.family, sample.n, sample.bytes, sample.link).seconds;
+  return std::abs(predicted - sample.seconds) / sample.seconds;
+}
+
+}  // namespace ranks::sim

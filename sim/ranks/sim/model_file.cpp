@@ -1,0 +1,148 @@
+// Model files: the JSON a user writes by hand or `ranks calibrate` fits. Times are in
+// microseconds and bandwidths in GB/s (1e9 B/s), the units nccl-tests prints, so a model file
+// reads like a benchmark table.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ranks/errors.hpp"
+#include "ranks/sim/cost_model.hpp"
+
+namespace ranks::sim {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+double seconds_from_us(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) return 0;
+  double us = j.at(key).get<double>();
+  if (!(us >= 0)) {
+    throw InvalidArgument(fmt::format("cost model {}: {} must be >= 0, got {}", where, key, us));
+  }
+  return us * 1e-6;
+}
+
+// A missing or null bandwidth is unlimited (the op's bytes cost nothing).
+double bps_from_gbps(const Json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j.at(key).is_null()) return unlimited;
+  double gbps = j.at(key).get<double>();
+  if (!(gbps > 0)) {
+    throw InvalidArgument(fmt::format("cost model {}: {} must be > 0, got {}", where, key, gbps));
+  }
+  return gbps * 1e9;
+}
+
+Json gbps_or_null(double bps) { return std::isinf(bps) ? Json(nullptr) : Json(bps / 1e9); }
+
+Link parse_link(const Json& j, const std::string& where) {
+  return Link{seconds_from_us(j, "alpha_us", where), bps_from_gbps(j, "beta_GBps", where)};
+}
+
+std::vector<Segment> parse_segments(const Json& list, const std::string& where) {
+  std::vector<Segment> segments;
+  double previous = -1;
+  for (const Json& s : list) {
+    Segment segment;
+    if (s.contains("up_to_bytes") && !s.at("up_to_bytes").is_null()) {
+      segment.up_to_bytes = s.at("up_to_bytes").get<double>();
+    }
+    if (segment.up_to_bytes <= previous) {
+      throw InvalidArgument(fmt::format("cost model {}: up_to_bytes must increase", where));
+    }
+    previous = segment.up_to_bytes;
+    segment.algorithm = parse_algorithm(s.value("algorithm", "auto"));
+    segment.overhead_s = seconds_from_us(s, "overhead_us", where);
+    segment.alpha_s = seconds_from_us(s, "alpha_us", where);
+    segment.beta_Bps = bps_from_gbps(s, "beta_GBps", where);
+    segments.push_back(segment);
+  }
+  return segments;
+}
+
+Json segments_json(const std::vector<Segment>& segments) {
+  Json list = Json::array();
+  for (const Segment& s : segments) {
+    list.push_back(
+        {{"up_to_bytes", std::isinf(s.up_to_bytes) ? Json(nullptr) : Json(s.up_to_bytes)},
+         {"algorithm", algorithm_name(s.algorithm)},
+         {"overhead_us", s.overhead_s * 1e6},
+         {"alpha_us", s.alpha_s * 1e6},
+         {"beta_GBps", gbps_or_null(s.beta_Bps)}});
+  }
+  return list;
+}
+
+}  // namespace
+
+CostModel parse_cost_model(const std::string& json_text, const std::string& origin) {
+  try {
+    Json j = Json::parse(json_text);
+    CostModel model;
+    model.name = j.value("name", origin);
+    model.description = j.value("description", "");
+    model.backend = j.value("backend", "");
+    if (j.contains("sources")) model.sources = j.at("sources").get<std::vector<std::string>>();
+    const Json links = j.value("links", Json::object());
+    if (links.contains("intra")) model.intra = parse_link(links.at("intra"), origin + " intra");
+    if (links.contains("inter")) model.inter = parse_link(links.at("inter"), origin + " inter");
+    const Json ops = j.value("ops", Json::object());
+    for (const auto& [family, op] : ops.items()) {
+      algorithms_for(family);  // rejects unknown families
+      OpModel m;
+      m.algorithm = parse_algorithm(op.value("algorithm", "auto"));
+      if (op.contains("intra")) m.intra = parse_segments(op.at("intra"), origin + " " + family);
+      if (op.contains("inter")) m.inter = parse_segments(op.at("inter"), origin + " " + family);
+      model.ops.emplace(family, std::move(m));
+    }
+    return model;
+  } catch (const Json::exception& e) {
+    throw InvalidArgument(fmt::format("cost model {}: {}", origin, e.what()));
+  }
+}
+
+std::string to_json(const CostModel& model) {
+  Json j;
+  j["name"] = model.name;
+  j["description"] = model.description;
+  if (!model.backend.empty()) j["backend"] = model.backend;
+  j["sources"] = model.sources;
+  j["links"] = {{"intra",
+                 {{"alpha_us", model.intra.alpha_s * 1e6},
+                  {"beta_GBps", gbps_or_null(model.intra.beta_Bps)}}},
+                {"inter",
+                 {{"alpha_us", model.inter.alpha_s * 1e6},
+                  {"beta_GBps", gbps_or_null(model.inter.beta_Bps)}}}};
+  Json ops = Json::object();
+  for (const auto& [family, op] : model.ops) {
+    Json o = {{"algorithm", algorithm_name(op.algorithm)}};
+    if (!op.intra.empty()) o["intra"] = segments_json(op.intra);
+    if (!op.inter.empty()) o["inter"] = segments_json(op.inter);
+    ops[family] = o;
+  }
+  j["ops"] = ops;
+  return j.dump(2) + "\n";
+}
+
+CostModel load_cost_model(const std::string& preset_or_path) {
+  for (std::string_view preset : cost_model_presets()) {
+    if (preset == preset_or_path) return cost_model_preset(preset);
+  }
+  std::ifstream in(preset_or_path);
+  if (!in) {
+    throw InvalidArgument(
+        fmt::format("cost model '{}' is neither a preset ({}) nor a readable file", preset_or_path,
+                    fmt::join(cost_model_presets(), ", ")));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_cost_model(text.str(), std::filesystem::path(preset_or_path).filename().string());
+}
+
+}  // namespace ranks::sim

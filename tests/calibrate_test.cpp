@@ -1,0 +1,92 @@
+// `ranks calibrate`'s fit: synthetic measurements made from known parameters (with the
+// algorithms' formulas written out here) must give those parameters back.
+
+#include "ranks/sim/calibrate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ranks::sim {
+namespace {
+
+std::vector<double> sweep(double from, double to) {
+  std::vector<double> sizes;
+  for (double s = from; s <= to; s *= 2) sizes.push_back(s);
+  return sizes;
+}
+
+TEST(Calibrate, RecoversRingAllReduceParameters) {
+  const double overhead = 7e-6, alpha = 30e-6, beta = 2.5e9;
+  std::vector<Sample> samples;
+  for (int n : {2, 3, 4}) {
+    for (double s : sweep(8, 64 << 20)) {
+      // Ring: 2(n-1) steps, each rank sends 2(n-1)/n of the buffer.
+      double t = overhead + 2 * (n - 1) * alpha + 2.0 * (n - 1) / n * s / beta;
+      samples.push_back({"all_reduce", n, LinkClass::Intra, s, t});
+    }
+  }
+  CostModel model = calibrate(samples, "synthetic", "test");
+  ASSERT_EQ(model.ops.count("all_reduce"), 1u);
+  const auto& segments = model.ops.at("all_reduce").intra;
+  ASSERT_EQ(segments.size(), 1u) << "exact data need one range";
+  EXPECT_EQ(segments[0].algorithm, Algorithm::Ring);
+  EXPECT_NEAR(segments[0].overhead_s, overhead, overhead * 1e-6);
+  EXPECT_NEAR(segments[0].alpha_s, alpha, alpha * 1e-6);
+  EXPECT_NEAR(segments[0].beta_Bps, beta, beta * 1e-6);
+  for (const Sample& s : samples) EXPECT_LT(relative_error(model, s), 1e-9);
+  // And it extrapolates to world sizes it never saw, as the formula says.
+  EXPECT_NEAR(predict(model, "all_reduce", 64, 1 << 20, LinkClass::Intra).seconds,
+              overhead + 126 * alpha + 2.0 * 63 / 64 * (1 << 20) / beta, 1e-12);
+}
+
+TEST(Calibrate, FindsTwoProtocolsAndTheirBreakpoint) {
+  // An eager protocol up to 64 KiB, then a rendezvous protocol with a higher start-up cost.
+  std::vector<Sample> samples;
+  for (double s : sweep(8, 16 << 20)) {
+    double t = s <= 65536 ? 2e-6 + s / 1e9 : 40e-6 + s / 8e9;  // sendrecv: one step
+    samples.push_back({"sendrecv", 2, LinkClass::Intra, s, t});
+  }
+  CostModel model = calibrate(samples, "synthetic", "test");
+  const auto& segments = model.ops.at("sendrecv").intra;
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(segments[0].up_to_bytes, 65536);
+  EXPECT_NEAR(segments[0].alpha_s + segments[0].overhead_s, 2e-6, 1e-12);
+  EXPECT_NEAR(segments[0].beta_Bps, 1e9, 1e3);
+  EXPECT_NEAR(segments[1].alpha_s + segments[1].overhead_s, 40e-6, 1e-12);
+  EXPECT_NEAR(segments[1].beta_Bps, 8e9, 8e3);
+  // sendrecv defines the links: one message of b bytes is alpha + b / beta.
+  EXPECT_NEAR(model.intra.beta_Bps, 8e9, 8e3);
+}
+
+TEST(Calibrate, InterNodeMeasurementsFitTheInterLinks) {
+  std::vector<Sample> samples;
+  for (double s : sweep(1024, 1 << 24)) {
+    samples.push_back({"broadcast", 8, LinkClass::Inter, s, 3 * 10e-6 + 3 * s / 5e9});  // tree
+  }
+  CostModel model = calibrate(samples, "synthetic", "test");
+  const auto& op = model.ops.at("broadcast");
+  EXPECT_TRUE(op.intra.empty());
+  ASSERT_EQ(op.inter.size(), 1u);
+  EXPECT_EQ(op.inter[0].algorithm, Algorithm::Tree);
+  EXPECT_NEAR(op.inter[0].beta_Bps, 5e9, 5e3);
+}
+
+TEST(Calibrate, RoughDataStayNonNegative) {
+  std::vector<Sample> samples;
+  int k = 0;
+  for (double s : sweep(8, 1 << 20)) {
+    double noise = 1 + 0.1 * ((k++ % 3) - 1);
+    samples.push_back({"all_gather", 4, LinkClass::Intra, s, (50e-6 + s / 3e9) * noise});
+  }
+  CostModel model = calibrate(samples, "rough", "test");
+  for (const Segment& seg : model.ops.at("all_gather").intra) {
+    EXPECT_GE(seg.overhead_s, 0);
+    EXPECT_GE(seg.alpha_s, 0);
+    EXPECT_GT(seg.beta_Bps, 0);
+  }
+  for (const Sample& s : samples) EXPECT_LT(relative_error(model, s), 0.25);
+}
+
+}  // namespace
+}  // namespace ranks::sim

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""ctest: `ranks bench --sim` runs ranks-bench on simulated ranks under a preset cost model:
+every op reports, #wrong is 0, and the virtual clock gives times that grow with size.
+
+usage: check_bench_cli.py RANKS WORK_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+def main(ranks, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    lines = os.path.join(work, "sim.jsonl")
+    subprocess.run([ranks, "bench", "--sim", "-n", "8", "--ranks-per-node", "4", "--backend",
+                    "mpi", "--model", "h100-nvlink-ib", "--", "-o", "all", "-b", "64", "-e",
+                    "64K", "-f", "4", "-w", "1", "-n", "2", "--json", lines], check=True)
+    rows = [json.loads(l) for l in open(lines, encoding="utf-8")]
+    ops = {r["op"] for r in rows}
+    assert ops == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                   "all_to_all", "sendrecv"}, ops
+    for r in rows:
+        assert r["wrong"] == 0, r
+        assert r["backend"] == "sim" and r["model"] == "h100-nvlink-ib", r
+        assert r["world_size"] == 8 and r["ranks_per_node"] == 4, r
+        assert r["time_us"] > 0, r
+    for op in ops:
+        times = [r["time_us"] for r in sorted((r for r in rows if r["op"] == op),
+                                               key=lambda r: r["bytes"])]
+        assert times == sorted(times), (op, times)
+    print("check_bench_cli: ok")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

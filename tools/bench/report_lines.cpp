@@ -1,0 +1,113 @@
+#include "report_lines.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "ranks/ranks.hpp"
+
+#ifndef RANKS_GIT_REVISION
+#define RANKS_GIT_REVISION "unknown"
+#endif
+
+namespace ranks::bench {
+
+namespace {
+
+std::string utc_now() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// GB/s with GB = 1e9 B (nccl-tests); zero time (a free model) has no bandwidth.
+double algbw(const Measurement& m) {
+  return m.seconds > 0 ? static_cast<double>(m.shape.bytes) / m.seconds / 1e9 : 0.0;
+}
+
+}  // namespace
+
+RunInfo describe_run() {
+  RunInfo info;
+  const char* simulated = std::getenv("RANKS_SIM_WORLD_SIZE");
+  const std::string backend = get_backend().value_or("none");
+  info.backend = simulated ? "sim" : backend;
+  if (simulated) {
+    info.sim_backend = backend;
+    const char* model = std::getenv("RANKS_SIM_MODEL");
+    // A model file is named by its file name: the report's legends stay short.
+    info.model = model && *model ? std::filesystem::path(model).stem().string() : "free";
+  }
+  info.world_size = get_world_size();
+  info.ranks_per_node = get_local_size();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  info.host = host;
+  info.date = utc_now();
+  info.git = RANKS_GIT_REVISION;
+  return info;
+}
+
+void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const RunConfig& c) {
+  fmt::print(out, "# ranks bench: {}, backend {}{}, {} ranks ({} per node), host {}, {}, git {}\n",
+             op.name, info.backend,
+             info.sim_backend.empty()
+                 ? ""
+                 : fmt::format(" ({} rules, model {})", info.sim_backend, info.model),
+             info.world_size, info.ranks_per_node, info.host, info.date, info.git);
+  fmt::print(out,
+             "# warm-up {}, iterations {} x {} blocks, time = the slowest rank's mean (median "
+             "block); GB = 1e9 B\n",
+             c.warmup, c.iters, c.repeats);
+  fmt::print(out, "#{:>11} {:>12} {:>9} {:>7} {:>11} {:>11} {:>11} {:>7}\n", "size", "count",
+             "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+}
+
+void print_row(std::FILE* out, const BenchOp& op, const RunConfig& c, const Measurement& m,
+               int world_size) {
+  const double alg = algbw(m);
+  fmt::print(out, " {:>11} {:>12} {:>9} {:>7} {:>11.2f} {:>11.3f} {:>11.3f} {:>7}\n", m.shape.bytes,
+             m.shape.piece_count, dtype_name(c.dtype),
+             op.uses_reduce_op ? reduce_op_name(c.reduce_op) : "-", m.seconds * 1e6, alg,
+             alg * busbw_factor(op.name, world_size),
+             m.wrong < 0 ? std::string("N/A") : std::to_string(m.wrong));
+}
+
+std::string json_line(const RunInfo& info, const BenchOp& op, const RunConfig& c,
+                      const Measurement& m) {
+  const double alg = algbw(m);
+  nlohmann::ordered_json j = {{"backend", info.backend},
+                              {"world_size", info.world_size},
+                              {"ranks_per_node", info.ranks_per_node},
+                              {"op", op.name},
+                              {"bytes", m.shape.bytes},
+                              {"count", m.shape.piece_count},
+                              {"dtype", dtype_name(c.dtype)},
+                              {"redop", op.uses_reduce_op ? reduce_op_name(c.reduce_op) : "-"},
+                              {"time_us", m.seconds * 1e6},
+                              {"algbw_GBps", alg},
+                              {"busbw_GBps", alg * busbw_factor(op.name, info.world_size)},
+                              {"wrong", m.wrong},
+                              {"warmup", c.warmup},
+                              {"iters", c.iters},
+                              {"repeats", c.repeats},
+                              {"host", info.host},
+                              {"date", info.date},
+                              {"git", info.git}};
+  if (!info.sim_backend.empty()) {
+    j["sim_backend"] = info.sim_backend;
+    j["model"] = info.model;
+  }
+  return j.dump();
+}
+
+}  // namespace ranks::bench

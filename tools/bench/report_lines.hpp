@@ -1,0 +1,31 @@
+#pragma once
+// What `ranks bench` prints: the nccl-tests table on stdout (rank 0) and one JSON line per op
+// and size (--json FILE), with where and when it was measured.
+
+#include <cstdio>
+#include <string>
+
+#include "bench_ops.hpp"
+#include "runner.hpp"
+
+namespace ranks::bench {
+
+struct RunInfo {
+  std::string backend;      // "gloo", "mpi", "nccl"; "sim" under ranks sim
+  std::string sim_backend;  // the backend the simulator emulates ("" for real runs)
+  std::string model;        // the simulator's cost model ("" for real runs)
+  int world_size = 1;
+  int ranks_per_node = 1;
+  std::string host;
+  std::string date;  // ISO 8601, UTC
+  std::string git;   // the revision the bench was configured from
+};
+
+RunInfo describe_run();
+void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const RunConfig& config);
+void print_row(std::FILE* out, const BenchOp& op, const RunConfig& config, const Measurement& m,
+               int world_size);
+std::string json_line(const RunInfo& info, const BenchOp& op, const RunConfig& config,
+                      const Measurement& m);
+
+}  // namespace ranks::bench

@@ -1,0 +1,159 @@
+#include "runner.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "ranks/capabilities.hpp"
+#include "ranks/ranks.hpp"
+#include "values.hpp"
+
+namespace ranks::bench {
+
+namespace {
+
+// One op's buffers, its call, and its check against values.hpp's formulas.
+struct Case {
+  std::function<void()> fill;
+  std::function<void()> run;
+  std::function<int64_t()> wrong;
+};
+
+std::vector<Tensor> pieces(int n, int64_t count, DType dtype, Device device) {
+  std::vector<Tensor> list;
+  for (int p = 0; p < n; ++p) list.push_back(Tensor::zeros({count}, dtype, device));
+  return list;
+}
+
+// Host copies for filling and checking: comm_device() may be a GPU.
+Tensor host(const Tensor& t) {
+  return t.device().type == Device::Type::CPU ? t : t.to(Device::cpu());
+}
+void load(Tensor& t, int rank, int64_t first, ReduceOp op) {
+  Tensor h = Tensor::zeros(t.shape(), t.dtype());
+  fill(h, rank, first, op);
+  t.copy_(t.device().type == Device::Type::CPU ? h : h.to(t.device()));
+}
+
+Case make_case(const BenchOp& op, const RunConfig& c, int64_t count) {
+  const int n = get_world_size();
+  const int r = get_rank();
+  const Device device = comm_device();
+  const ReduceOp rop = c.reduce_op;
+  auto one = std::make_shared<Tensor>(Tensor::zeros({count}, c.dtype, device));
+  auto reduced = [n, rop](int64_t i) { return reduced_value(n, i, rop); };
+  switch (op.kind) {
+    case OpKind::AllReduce:
+      return {[=] { load(*one, r, 0, rop); }, [=] { all_reduce(*one, rop); },
+              [=] { return count_wrong(host(*one), 0, reduced); }};
+    case OpKind::Broadcast:
+      return {[=] {
+                if (r == 0) {
+                  load(*one, 0, 0, rop);
+                } else {
+                  one->copy_(Tensor::zeros({count}, c.dtype, device));
+                }
+              },
+              [=] { broadcast(*one, 0); },
+              [=] {
+                return count_wrong(host(*one), 0,
+                                   [rop](int64_t i) { return input_value(0, i, rop); });
+              }};
+    case OpKind::Reduce:
+      return {[=] { load(*one, r, 0, rop); }, [=] { reduce(*one, 0, rop); },
+              [=] { return r == 0 ? count_wrong(host(*one), 0, reduced) : int64_t{0}; }};
+    case OpKind::AllGather: {
+      auto out = std::make_shared<std::vector<Tensor>>();
+      return {[=] { load(*one, r, 0, rop); }, [=] { *out = all_gather(*one); },
+              [=] {
+                int64_t wrong = 0;
+                for (int k = 0; k < n; ++k) {
+                  wrong += count_wrong(host((*out)[static_cast<size_t>(k)]), 0,
+                                       [k, rop](int64_t i) { return input_value(k, i, rop); });
+                }
+                return wrong;
+              }};
+    }
+    case OpKind::ReduceScatter: {
+      auto in = std::make_shared<std::vector<Tensor>>(pieces(n, count, c.dtype, device));
+      return {[=] {
+                for (int p = 0; p < n; ++p) load((*in)[static_cast<size_t>(p)], r, p * count, rop);
+              },
+              [=] { reduce_scatter(*one, *in, rop); },
+              [=] { return count_wrong(host(*one), r * count, reduced); }};
+    }
+    case OpKind::AllToAll: {
+      auto in = std::make_shared<std::vector<Tensor>>(pieces(n, count, c.dtype, device));
+      auto out = std::make_shared<std::vector<Tensor>>(pieces(n, count, c.dtype, device));
+      return {[=] {
+                for (int p = 0; p < n; ++p) load((*in)[static_cast<size_t>(p)], r, p * count, rop);
+              },
+              [=] { all_to_all(*out, *in); },
+              [=] {
+                int64_t wrong = 0;
+                for (int s = 0; s < n; ++s) {
+                  wrong += count_wrong(host((*out)[static_cast<size_t>(s)]), r * count,
+                                       [s, rop](int64_t i) { return input_value(s, i, rop); });
+                }
+                return wrong;
+              }};
+    }
+    default: {  // sendrecv: a ring, each rank sends to the next and receives from the previous
+      auto recv_buffer = std::make_shared<Tensor>(Tensor::zeros({count}, c.dtype, device));
+      const int next = (r + 1) % n, previous = (r + n - 1) % n;
+      return {[=] { load(*one, r, 0, rop); },
+              [=] {
+                Work sent = isend(*one, next);
+                Work received = irecv(*recv_buffer, previous);
+                sent.wait();
+                received.wait();
+              },
+              [=] {
+                return count_wrong(host(*recv_buffer), 0, [previous, rop](int64_t i) {
+                  return input_value(previous, i, rop);
+                });
+              }};
+    }
+  }
+}
+
+double slowest(double seconds) {
+  Tensor t = Tensor::of<double>({seconds});
+  all_reduce(t, ReduceOp::Max);
+  return t.item<double>();
+}
+
+int64_t total(int64_t wrong) {
+  Tensor t = Tensor::of<int64_t>({wrong});
+  all_reduce(t, ReduceOp::Sum);
+  return t.item<int64_t>();
+}
+
+}  // namespace
+
+Measurement measure(const BenchOp& op, const RunConfig& config, size_t requested_bytes) {
+  Measurement m;
+  m.shape = shape_for(op, requested_bytes, dtype_size(config.dtype), get_world_size());
+  Case c = make_case(op, config, m.shape.piece_count);
+  m.wrong = -1;
+  if (config.check) {
+    c.fill();
+    c.run();
+    m.wrong = total(c.wrong());
+  }
+  for (int i = 0; i < config.warmup; ++i) c.run();
+  std::vector<double> blocks;
+  for (int block = 0; block < std::max(1, config.repeats); ++block) {
+    barrier();
+    const auto start = now();
+    for (int i = 0; i < config.iters; ++i) c.run();
+    const auto elapsed = now() - start;
+    blocks.push_back(
+        slowest(std::chrono::duration<double>(elapsed).count() / std::max(1, config.iters)));
+  }
+  std::sort(blocks.begin(), blocks.end());
+  m.seconds = blocks[blocks.size() / 2];
+  return m;
+}
+
+}  // namespace ranks::bench

@@ -1,0 +1,92 @@
+// `ranks bench [--sim] [-n N] [--backend B] [--ranks-per-node R] [--model M] -- BENCH ARGS`:
+// runs ranks-bench (installed next to `ranks`) through this same CLI, as
+// `ranks run -n N --backend B -- ranks-bench ARGS` (measured; mpirun for mpi) or
+// `ranks sim -n N ... --model M -- ranks-bench ARGS` (the cost model's prediction). One
+// launcher each, no second copy of their logic.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "commands.hpp"
+
+namespace ranks::cli {
+
+namespace {
+
+struct BenchArgs {
+  bool simulate = false;
+  int world_size = 2;
+  std::string backend;
+  int ranks_per_node = 0;
+  std::string model;
+  std::vector<std::string> bench_args;
+};
+
+std::filesystem::path self() { return std::filesystem::read_symlink("/proc/self/exe"); }
+
+std::string bench_program() {
+  if (const char* path = std::getenv("RANKS_BENCH"); path && *path) return path;
+  auto beside = self().parent_path() / "ranks-bench";
+  return std::filesystem::exists(beside) ? beside.string() : "ranks-bench";
+}
+
+// Open MPI ranks must be started by mpirun: MPI_COMM_WORLD comes from it, not from `ranks run`.
+std::vector<std::string> mpirun_command(const BenchArgs& a) {
+  std::vector<std::string> argv = {
+      "mpirun", "--oversubscribe", "-np", std::to_string(a.world_size), "-x", "RANKS_BACKEND=mpi"};
+  if (geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
+  argv.push_back(bench_program());
+  argv.insert(argv.end(), a.bench_args.begin(), a.bench_args.end());
+  return argv;
+}
+
+[[noreturn]] void exec(std::vector<std::string> argv, const std::string& program) {
+  std::vector<char*> raw;
+  for (auto& s : argv) raw.push_back(s.data());
+  raw.push_back(nullptr);
+  execvp(program.c_str(), raw.data());
+  throw std::runtime_error(fmt::format("cannot run {}: {}", program, std::strerror(errno)));
+}
+
+int run_bench(const BenchArgs& a) {
+  if (!a.simulate && a.backend == "mpi") exec(mpirun_command(a), "mpirun");
+  std::vector<std::string> argv = {"ranks", a.simulate ? "sim" : "run", "-n",
+                                   std::to_string(a.world_size)};
+  if (!a.backend.empty()) argv.insert(argv.end(), {"--backend", a.backend});
+  if (a.simulate) {
+    if (a.ranks_per_node > 0) {
+      argv.insert(argv.end(), {"--ranks-per-node", std::to_string(a.ranks_per_node)});
+    }
+    if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
+  }
+  argv.push_back("--");
+  argv.push_back(bench_program());
+  argv.insert(argv.end(), a.bench_args.begin(), a.bench_args.end());
+  exec(std::move(argv), self().string());
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* bench = app.add_subcommand(
+      "bench", "latency and bandwidth of collectives, nccl-tests style (measured or simulated)");
+  bench->add_flag("--sim", args->simulate, "simulate with the cost model instead of measuring");
+  bench->add_option("-n,--nproc", args->world_size, "number of ranks")
+      ->check(CLI::Range(1, 1 << 24));
+  bench->add_option("--backend", args->backend, "gloo | mpi | nccl (simulated: whose rules)")
+      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+  bench->add_option("--ranks-per-node", args->ranks_per_node, "simulated: ranks per node")
+      ->check(CLI::NonNegativeNumber);
+  bench->add_option("--model", args->model, "simulated: cost model preset or file");
+  bench->add_option("args", args->bench_args, "ranks-bench options (after --), e.g. -o all -e 1M");
+  bench->positionals_at_end();
+  return [args] { return run_bench(*args); };
+}
+
+}  // namespace ranks::cli

@@ -1,0 +1,51 @@
+#include "bench_results.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "ranks/errors.hpp"
+
+namespace ranks::cli {
+
+std::vector<Row> read_results(const std::vector<std::string>& paths) {
+  std::vector<Row> rows;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    if (!in) throw InvalidArgument(fmt::format("cannot read {}", path));
+    int number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++number;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      try {
+        Row row = Row::parse(line);
+        for (const char* key : {"backend", "world_size", "op", "bytes", "time_us"}) {
+          if (!row.contains(key)) throw InvalidArgument(fmt::format("no \"{}\"", key));
+        }
+        rows.push_back(std::move(row));
+      } catch (const std::exception& e) {
+        throw InvalidArgument(
+            fmt::format("{}:{}: not a ranks-bench JSON line: {}", path, number, e.what()));
+      }
+    }
+  }
+  return rows;
+}
+
+sim::Sample to_sample(const Row& row) {
+  sim::Sample s;
+  s.family = row["op"].get<std::string>();
+  s.n = row["world_size"].get<int>();
+  const int per_node = row.value("ranks_per_node", s.n);
+  s.link = per_node >= s.n ? sim::LinkClass::Intra : sim::LinkClass::Inter;
+  s.bytes = row["bytes"].get<double>();
+  s.seconds = row["time_us"].get<double>() * 1e-6;
+  return s;
+}
+
+bool usable(const Row& row) {
+  return row["backend"] != "sim" && row.value("wrong", int64_t{0}) == 0 &&
+         row["time_us"].get<double>() > 0;
+}
+
+}  // namespace ranks::cli

@@ -1,0 +1,22 @@
+#pragma once
+// Reading `ranks-bench --json` output (one JSON object per line) for calibrate and report.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ranks/sim/calibrate.hpp"
+
+namespace ranks::cli {
+
+using Row = nlohmann::ordered_json;
+
+// Every line of every file; InvalidArgument names the file and line of a malformed one.
+std::vector<Row> read_results(const std::vector<std::string>& paths);
+// A measured row as a calibration sample: link class from ranks_per_node vs world size.
+sim::Sample to_sample(const Row& row);
+// Rows a model may be fitted to or judged by: measured (not simulated), checked correct
+// (#wrong 0) and timed.
+bool usable(const Row& row);
+
+}  // namespace ranks::cli

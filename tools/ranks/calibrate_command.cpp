@@ -1,0 +1,103 @@
+// `ranks calibrate RESULTS.jsonl... [-o model.json] [--backend B] [--name NAME]`: fits the cost
+// model to measured `ranks-bench --json` output and writes the model file `ranks sim --model`
+// loads; prints how far the fitted model is from each measurement.
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "bench_results.hpp"
+#include "commands.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::cli {
+
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> results;
+  std::string output;
+  std::string backend;
+  std::string name;
+  int max_segments = 3;
+};
+
+int run_calibrate(const CalibrateArgs& args) {
+  std::vector<Row> rows = read_results(args.results);
+  std::set<std::string> backends;
+  for (const Row& row : rows) {
+    if (usable(row)) backends.insert(row["backend"].get<std::string>());
+  }
+  std::string backend = args.backend;
+  if (backend.empty()) {
+    if (backends.size() != 1) {
+      throw InvalidArgument(fmt::format(
+          "the results hold measurements of {} backends ({}); choose one with --backend",
+          backends.size(), fmt::join(backends, ", ")));
+    }
+    backend = *backends.begin();
+  }
+  std::vector<sim::Sample> samples;
+  std::string host;
+  for (const Row& row : rows) {
+    if (!usable(row) || row["backend"] != backend) continue;
+    samples.push_back(to_sample(row));
+    host = row.value("host", "");
+  }
+  if (samples.empty()) {
+    throw InvalidArgument(fmt::format("no usable {} measurements in the results", backend));
+  }
+  sim::CalibrationOptions options;
+  options.max_segments = args.max_segments;
+  const std::string name = args.name.empty() ? fmt::format("{}-{}", backend, host) : args.name;
+  sim::CostModel model = sim::calibrate(samples, name, backend, options);
+
+  // The error table: worst and mean relative error per op and world size, sizes >= 4 KiB.
+  std::map<std::pair<std::string, int>, std::pair<double, std::pair<double, int>>> errors;
+  for (const sim::Sample& s : samples) {
+    if (s.bytes < 4096) continue;
+    auto& [worst, mean] = errors[{s.family, s.n}];
+    const double e = sim::relative_error(model, s);
+    worst = std::max(worst, e);
+    mean.first += e;
+    mean.second += 1;
+  }
+  fmt::print(stderr, "ranks calibrate: {} samples of {}; error of the fit for sizes >= 4 KiB:\n",
+             samples.size(), backend);
+  fmt::print(stderr, "  {:<16} {:>5} {:>10} {:>10}\n", "op", "ranks", "worst", "mean");
+  for (const auto& [key, value] : errors) {
+    fmt::print(stderr, "  {:<16} {:>5} {:>9.1f}% {:>9.1f}%\n", key.first, key.second,
+               value.first * 100, value.second.first / value.second.second * 100);
+  }
+  const std::string json = sim::to_json(model);
+  if (args.output.empty()) {
+    fmt::print("{}", json);
+  } else {
+    std::ofstream out(args.output);
+    out << json;
+    if (!out) throw Error(fmt::format("cannot write {}", args.output));
+    fmt::print(stderr, "ranks calibrate: wrote {} (use: ranks sim --model {})\n", args.output,
+               args.output);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_calibrate_command(CLI::App& app) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "fit the simulator's cost model to measured ranks-bench --json output");
+  cmd->add_option("results", args->results, "ranks-bench JSON lines files")->required();
+  cmd->add_option("-o,--output", args->output, "write the model here (default: stdout)");
+  cmd->add_option("--backend", args->backend, "fit this backend's measurements");
+  cmd->add_option("--name", args->name, "the model's name (default: BACKEND-HOST)");
+  cmd->add_option("--max-segments", args->max_segments, "size ranges per op (1-4)")
+      ->check(CLI::Range(1, 4));
+  return [args] { return run_calibrate(*args); };
+}
+
+}  // namespace ranks::cli
