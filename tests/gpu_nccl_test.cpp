@@ -10,8 +10,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "expected.hpp"
@@ -166,6 +168,16 @@ TEST_F(GpuNccl, AsyncWorkCompletesOnItsEvent) {
   EXPECT_TRUE(work.is_completed());
   EXPECT_EQ(work.exception(), nullptr);
   EXPECT_EQ(t.to_vector<float>(), iota_floats(1 << 20, 0.f));
+  // Nobody waits: the watchdog finishes the op when its event fires (bounded poll, no sleep).
+  Tensor unwaited = Tensor::from(iota_floats(16, 3.f), {}, gpu);
+  Work polled = all_reduce_async(unwaited);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!polled.is_completed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(polled.is_completed());
+  polled.wait();
+  EXPECT_EQ(unwaited.to_vector<float>(), iota_floats(16, 3.f));
   std::vector<Work> many;
   std::vector<Tensor> tensors;
   for (int i = 0; i < 8; ++i) tensors.push_back(Tensor::from(iota_floats(100, float(i)), {}, gpu));
