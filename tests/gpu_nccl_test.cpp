@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -235,6 +236,20 @@ TEST_F(Gpu, AStuckReceiveTimesOutAndAbortsTheGroup) {
   } catch (const Timeout& e) {
     EXPECT_TRUE(Contains(e.what(), "group 'world' failed earlier"));
   }
+}
+
+// A whole scenario program (a training step with every collective it uses) under
+// `ranks run --backend nccl` at world size 1.
+TEST_F(Gpu, RanksRunsTheTrainingStepOnNccl) {
+  if (!RANKS_HAS_NCCL) GTEST_SKIP() << "nccl: " << RANKS_NCCL_STATUS;
+  const std::string command = fmt::format("timeout 120 {} run -n 1 --backend nccl -- {} 2>&1",
+                                          RANKS_CLI_PATH, RANKS_TRAIN_STEP_PATH);
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << output;
 }
 
 }  // namespace

@@ -162,7 +162,11 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   (void)detail::exit_on_timeout();
   // Unsupported "... no CUDA device ..." on a machine without one; InvalidArgument when the
   // local rank has no device of its own (NCCL refuses two ranks on one GPU).
-  ranks::detail::require_cuda_device(setup.local_rank, who);
+  ranks::detail::require_cuda_device(
+      setup.local_rank, who,
+      "nccl needs one GPU per rank: run on GPU nodes, use the gloo backend (`ranks run "
+      "--backend gloo`, RANKS_BACKEND=gloo), or simulate the program with `ranks sim "
+      "--backend nccl`");
   const int device = setup.local_rank;
   // The device stays bound to this process's main thread: the program's own kernels and
   // cudaMalloc go to the rank's GPU, as torch.cuda.set_device(LOCAL_RANK) would do.
