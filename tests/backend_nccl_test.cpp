@@ -6,9 +6,12 @@
 // This binary runs without RANKS_CUDA_MEMORY=host (tests/CMakeLists.txt), so cuda tensors here
 // are what a real program gets.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
+#include <utility>
 
 #include "harness.hpp"
 #include "ranks/backends/registry.hpp"
@@ -101,6 +104,7 @@ TEST(NoGpu, NcclWorldIsAClearError) {
   if (RANKS_HAS_NCCL) {
     EXPECT_TRUE(Contains(message, "nccl backend: rank 0 of 1 (local rank 0)"));
     EXPECT_TRUE(Contains(message, "no CUDA device"));
+    EXPECT_TRUE(Contains(message, "use the gloo backend"));
   } else {
     EXPECT_TRUE(Contains(message, "backend 'nccl' is not built"));
   }
@@ -130,6 +134,26 @@ TEST(NoGpu, TheDefaultBackendIsGlooWithoutAGpu) {
   init_process_group(options);
   EXPECT_EQ(get_backend(), "gloo");
   destroy_process_group();
+}
+
+// Runs command through the shell and returns (exit status, stdout and stderr together).
+std::pair<int, std::string> run_command(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  return {pclose(pipe), output};
+}
+
+// What a user sees who asks for nccl on a machine without a GPU: every rank fails at init with
+// the reason, ranks run exits non-zero, and nothing hangs (timeout(1) bounds it regardless).
+TEST(NoGpu, RanksRunWithNcclFailsWithTheReason) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a CUDA device";
+  auto [status, output] = run_command(fmt::format("timeout 60 {} run -n 2 --backend nccl -- {}",
+                                                  RANKS_CLI_PATH, RANKS_TRAIN_STEP_PATH));
+  EXPECT_NE(status, 0) << output;
+  EXPECT_TRUE(Contains(output, RANKS_HAS_NCCL ? "no CUDA device" : "backend 'nccl' is not built"));
 }
 
 #if RANKS_HAS_NCCL

@@ -10,8 +10,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "expected.hpp"
@@ -166,6 +169,16 @@ TEST_F(GpuNccl, AsyncWorkCompletesOnItsEvent) {
   EXPECT_TRUE(work.is_completed());
   EXPECT_EQ(work.exception(), nullptr);
   EXPECT_EQ(t.to_vector<float>(), iota_floats(1 << 20, 0.f));
+  // Nobody waits: the watchdog finishes the op when its event fires (bounded poll, no sleep).
+  Tensor unwaited = Tensor::from(iota_floats(16, 3.f), {}, gpu);
+  Work polled = all_reduce_async(unwaited);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!polled.is_completed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(polled.is_completed());
+  polled.wait();
+  EXPECT_EQ(unwaited.to_vector<float>(), iota_floats(16, 3.f));
   std::vector<Work> many;
   std::vector<Tensor> tensors;
   for (int i = 0; i < 8; ++i) tensors.push_back(Tensor::from(iota_floats(100, float(i)), {}, gpu));
@@ -223,6 +236,20 @@ TEST_F(Gpu, AStuckReceiveTimesOutAndAbortsTheGroup) {
   } catch (const Timeout& e) {
     EXPECT_TRUE(Contains(e.what(), "group 'world' failed earlier"));
   }
+}
+
+// A whole scenario program (a training step with every collective it uses) under
+// `ranks run --backend nccl` at world size 1.
+TEST_F(Gpu, RanksRunsTheTrainingStepOnNccl) {
+  if (!RANKS_HAS_NCCL) GTEST_SKIP() << "nccl: " << RANKS_NCCL_STATUS;
+  const std::string command = fmt::format("timeout 120 {} run -n 1 --backend nccl -- {} 2>&1",
+                                          RANKS_CLI_PATH, RANKS_TRAIN_STEP_PATH);
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
+  EXPECT_EQ(pclose(pipe), 0) << output;
 }
 
 }  // namespace

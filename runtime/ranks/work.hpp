@@ -2,6 +2,7 @@
 // The handle of an operation in flight. Every collective and point-to-point call has an
 // asynchronous form that returns one; the blocking form is the asynchronous form plus wait().
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -20,7 +21,9 @@ class WorkState {
   virtual void block() = 0;
   virtual void block_for(std::chrono::milliseconds timeout) = 0;
 
-  bool done = false;
+  // Atomic because a backend may finish an op on another thread (nccl's watchdog) while the
+  // program polls Work::is_completed(); error is written before done is set.
+  std::atomic<bool> done{false};
   std::exception_ptr error;
   int source_rank = -1;                 // the sender, for receives
   std::function<void()> on_completion;  // runs once on the waiting rank after a successful wait

@@ -135,14 +135,11 @@ void cuda_zero(int device, void*, size_t n) {
 
 #endif
 
-void require_cuda_device(int device, const std::string& what) {
+void require_cuda_device(int device, const std::string& what, std::string_view what_to_do) {
   const int count = cuda_device_count();
   if (count == 0) {
-    throw Unsupported(fmt::format(
-        "{}: cuda:{} is not usable: {}. Simulate the program with `ranks sim` (cuda tensors are "
-        "host memory there), or set RANKS_CUDA_MEMORY=host to run it with host memory tagged "
-        "as cuda",
-        what, device, cuda_unavailable_reason()));
+    throw Unsupported(fmt::format("{}: cuda:{} is not usable: {}; {}", what, device,
+                                  cuda_unavailable_reason(), what_to_do));
   }
   if (device < 0 || device >= count) {
     throw InvalidArgument(

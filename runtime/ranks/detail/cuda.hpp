@@ -5,8 +5,13 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace ranks::detail {
+
+inline constexpr std::string_view kCudaTensorAdvice =
+    "simulate the program with `ranks sim` (cuda tensors are host memory there), or set "
+    "RANKS_CUDA_MEMORY=host to run it with host memory tagged as cuda";
 
 // Whether this library was built with the CUDA runtime (RANKS_HAS_CUDA).
 bool cuda_built();
@@ -17,8 +22,10 @@ int cuda_device_count();
 std::string cuda_unavailable_reason();
 
 // Unsupported naming the reason when `device` (a cuda index) cannot be used by this process:
-// no CUDA in this build, no device, or an index past the last device. `what` names the caller.
-void require_cuda_device(int device, const std::string& what);
+// no CUDA in this build, no device (then `what to do` follows), or an index past the last
+// device (InvalidArgument). `what` names the caller.
+void require_cuda_device(int device, const std::string& what,
+                         std::string_view what_to_do = kCudaTensorAdvice);
 
 // Device memory on cuda:device, freed by cuda_free. Zero bytes still returns a unique pointer.
 // std::bad_alloc when the device is out of memory.

@@ -74,7 +74,13 @@ ncclComm_t init_world(const std::shared_ptr<ranks::Store>& root_store, const Gro
     check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", who);
     store.set("unique_id", bytes_of(&id, sizeof(id)));
   } else {
-    store.wait({"unique_id"}, timeout);
+    try {
+      store.wait({"unique_id"}, timeout);
+    } catch (const Error& e) {
+      throw RendezvousError(
+          fmt::format("{}: rank 0 did not publish NCCL's unique id within {} ({})", who,
+                      format_timeout(timeout), e.what()));
+    }
     std::vector<uint8_t> value = store.get("unique_id");
     if (value.size() != sizeof(id)) {
       throw RendezvousError(fmt::format("{}: the unique id from rank 0 has {} bytes, not {}", who,
@@ -84,12 +90,12 @@ ncclComm_t init_world(const std::shared_ptr<ranks::Store>& root_store, const Gro
   }
   ncclConfig_t config = make_config();
   ncclComm_t comm = nullptr;
-  check_nccl(ncclCommInitRankConfig(&comm, spec.size(), id, spec.rank, &config),
-             "ncclCommInitRankConfig", who, comm);
   try {
+    check_nccl(ncclCommInitRankConfig(&comm, spec.size(), id, spec.rank, &config),
+               "ncclCommInitRankConfig", who, comm);
     settle(comm, Clock::now() + timeout, who, {});
   } catch (...) {
-    ncclCommAbort(comm);
+    if (comm != nullptr) ncclCommAbort(comm);
     throw;
   }
   return comm;
@@ -111,14 +117,22 @@ class NcclBackend final : public Backend {
     DeviceGuard guard(comm_->device(), who);
     ncclComm_t sub = nullptr;
     const auto deadline = Clock::now() + comm_->default_timeout();
-    comm_->launch([&](ncclComm_t parent) {
-      ncclConfig_t config = make_config();
-      check_nccl(ncclCommSplit(parent, spec.rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
-                               std::max(spec.rank, 0), &sub, &config),
-                 "ncclCommSplit", who, parent);
-      settle(parent, deadline, who, {});
-      if (sub != nullptr) settle(sub, deadline, who, {});
-    });
+    try {
+      comm_->launch([&](ncclComm_t parent) {
+        ncclConfig_t config = make_config();
+        check_nccl(ncclCommSplit(parent, spec.rank >= 0 ? 0 : NCCL_SPLIT_NOCOLOR,
+                                 std::max(spec.rank, 0), &sub, &config),
+                   "ncclCommSplit", who, parent);
+        settle(parent, deadline, who, {});
+        if (sub != nullptr) settle(sub, deadline, who, {});
+      });
+    } catch (const Error&) {
+      // A split that failed or timed out may have left NCCL inside the parent's collective
+      // machinery: the parent group is not safe to use any more.
+      if (sub != nullptr) ncclCommAbort(sub);
+      comm_->fail(std::current_exception());
+      throw;
+    }
     if (spec.rank < 0) return nullptr;
     int rank = -1;
     int size = 0;
@@ -162,7 +176,11 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   (void)detail::exit_on_timeout();
   // Unsupported "... no CUDA device ..." on a machine without one; InvalidArgument when the
   // local rank has no device of its own (NCCL refuses two ranks on one GPU).
-  ranks::detail::require_cuda_device(setup.local_rank, who);
+  ranks::detail::require_cuda_device(
+      setup.local_rank, who,
+      "nccl needs one GPU per rank: run on GPU nodes, use the gloo backend (`ranks run "
+      "--backend gloo`, RANKS_BACKEND=gloo), or simulate the program with `ranks sim "
+      "--backend nccl`");
   const int device = setup.local_rank;
   // The device stays bound to this process's main thread: the program's own kernels and
   // cudaMalloc go to the rank's GPU, as torch.cuda.set_device(LOCAL_RANK) would do.

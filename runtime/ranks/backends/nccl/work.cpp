@@ -239,6 +239,10 @@ void NcclWork::finish(std::exception_ptr failure) {
   result_ = std::move(failure);
   entry_.state = result_ == nullptr ? "completed" : "failed";
   finished_.store(true, std::memory_order_release);
+  // Published for Work::is_completed(), whoever finishes the op; Work::wait() still runs the
+  // completion step (copying staged cpu tensors back) on the waiting thread.
+  error = result_;
+  done = true;
 }
 
 std::string NcclWork::timeout_message(Clock::time_point now,
@@ -320,9 +324,7 @@ void NcclWork::wait_until(Clock::time_point deadline, std::chrono::milliseconds 
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  error = result_;
-  done = true;
-  if (error == nullptr) {
+  if (result_ == nullptr) {
     // Later work on the caller's stream (kernels, cudaMemcpy) comes after the op's writes.
     cudaStreamWaitEvent(nullptr, done_event, 0);
   }
