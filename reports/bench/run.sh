@@ -8,7 +8,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 ranks="$build/tools/ranks"
-sweep="-o all -b 8 -e 4M -f 2 -w 5 -n 20"
+sweep="-o all -b 8 -e 2M -f 2 -w 5 -n 20 -R 5"
 data="$here/data"
 mkdir -p "$data"
 rm -f "$data"/*.jsonl

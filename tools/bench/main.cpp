@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", args.iters, "timed runs per size")->check(CLI::PositiveNumber);
   app.add_option("-c,--check", args.check, "1: check results (#wrong); 0: do not");
   app.add_option("-R,--repeats", args.repeats,
-                 "timed blocks of -n runs per size; the median block is reported")
+                 "timed blocks of -n runs per size; the fastest block is reported")
       ->check(CLI::PositiveNumber);
   app.add_option("--json", args.json, "append one JSON line per op and size to this file");
   try {

@@ -151,8 +151,7 @@ Measurement measure(const BenchOp& op, const RunConfig& config, size_t requested
     blocks.push_back(
         slowest(std::chrono::duration<double>(elapsed).count() / std::max(1, config.iters)));
   }
-  std::sort(blocks.begin(), blocks.end());
-  m.seconds = blocks[blocks.size() / 2];
+  m.seconds = *std::min_element(blocks.begin(), blocks.end());
   return m;
 }
 
