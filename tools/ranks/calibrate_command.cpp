@@ -26,7 +26,7 @@ struct CalibrateArgs {
 };
 
 int run_calibrate(const CalibrateArgs& args) {
-  std::vector<Row> rows = read_results(args.results);
+  std::vector<Row> rows = fastest_rows(read_results(args.results));
   std::set<std::string> backends;
   for (const Row& row : rows) {
     if (usable(row)) backends.insert(row["backend"].get<std::string>());

@@ -23,7 +23,7 @@ struct Sample {
 
 struct CalibrationOptions {
   int max_segments = 4;
-  int min_sizes_per_segment = 3;
+  int min_sizes_per_segment = 1;
 };
 
 // The fitted model (name and backend as given). Families with no samples are not in `ops`; the
