@@ -16,7 +16,8 @@ mkdir -p "$data"
 rm -f "$data"/sim-*
 if [ "$measure" = 1 ]; then
   rm -f "$data"/*.jsonl "$data"/*.txt
-  { date -u +%Y-%m-%dT%H:%M:%SZ; uname -srm; nproc; uptime; } > "$data/machine.txt"
+  { date -u +%Y-%m-%dT%H:%M:%SZ; uname -srm; grep -m1 'model name' /proc/cpuinfo; nproc
+    git -C "$here" rev-parse --short HEAD; uptime; } > "$data/machine.txt"
 fi
 
 for backend in gloo mpi; do
