@@ -21,6 +21,9 @@ struct RunConfig {
   // Timed blocks of `iters` runs; the fastest block is reported (timeit's rule: on a shared
   // machine interference only ever adds time). 1: nccl-tests' single block.
   int repeats = 1;
+  // The simulator moves no data (ranks sim --shapes-only): buffers stay untouched, so a
+  // thousand ranks of 1 GiB cost address space, not memory; nothing is checked.
+  bool shapes_only = false;
 };
 
 struct Measurement {
