@@ -72,6 +72,22 @@ TEST(Calibrate, InterNodeMeasurementsFitTheInterLinks) {
   EXPECT_NEAR(op.inter[0].beta_Bps, 5e9, 5e3);
 }
 
+TEST(Calibrate, EachMeasuredWorldSizeGetsItsOwnFit) {
+  // Oversubscribed: 4 ranks are far slower than the ring formula makes of 2 ranks' figures.
+  std::vector<Sample> samples;
+  for (double s : sweep(4096, 1 << 22)) {
+    samples.push_back({"all_gather", 2, LinkClass::Intra, s, 10e-6 + 0.5 * s / 4e9});
+    samples.push_back({"all_gather", 4, LinkClass::Intra, s, 3 * 200e-6 + 0.75 * s / 0.5e9});
+  }
+  CostModel model = calibrate(samples, "per-n", "test");
+  for (const Sample& s : samples)
+    EXPECT_LT(relative_error(model, s), 1e-9) << s.n << " " << s.bytes;
+  const auto& op = model.ops.at("all_gather");
+  EXPECT_EQ(op.intra_at.size(), 2u);
+  EXPECT_FALSE(op.intra.empty()) << "the joint fit stays for unmeasured world sizes";
+  EXPECT_EQ(&op.segments(LinkClass::Intra, 8), &op.intra);
+}
+
 TEST(Calibrate, RoughDataStayNonNegative) {
   std::vector<Sample> samples;
   int k = 0;

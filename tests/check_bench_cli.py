@@ -31,6 +31,20 @@ def main(ranks, work):
         times = [r["time_us"] for r in sorted((r for r in rows if r["op"] == op),
                                                key=lambda r: r["bytes"])]
         assert times == sorted(times), (op, times)
+    # Shapes only: 1,024 ranks of 1 GiB each cost address space, not memory; nothing checked.
+    big = os.path.join(work, "big.jsonl")
+    subprocess.run([ranks, "bench", "--sim", "-n", "1024", "--ranks-per-node", "8",
+                    "--model", "h100-nvlink-ib", "--shapes-only", "--", "-o", "all_reduce",
+                    "-b", "1M", "-e", "1G", "-f", "32", "-w", "0", "-n", "1", "--json", big],
+                   check=True)
+    rows = [json.loads(l) for l in open(big, encoding="utf-8")]
+    assert [r["bytes"] for r in rows] == [1 << 20, 1 << 25, 1 << 30], rows
+    assert all(r["wrong"] == -1 and r["world_size"] == 1024 for r in rows), rows
+    # 128 nodes of 8: at 1 GiB the ring (cheaper than the tree) crosses nodes, so every step
+    # costs the preset's NDR figures (12 us, 50 GB/s): t = 2(n-1)(alpha + S/(n beta)).
+    n, size, alpha, beta = 1024, float(1 << 30), 12e-6, 50e9
+    ring_us = 2 * (n - 1) * (alpha + size / (n * beta)) * 1e6
+    assert abs(rows[-1]["time_us"] - ring_us) < 1e-3, (rows[-1]["time_us"], ring_us)
     print("check_bench_cli: ok")
 
 

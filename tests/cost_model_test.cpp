@@ -121,6 +121,34 @@ TEST(CostModel, MessagesCostOneStepOfTheirLink) {
   EXPECT_EQ(done[0], intra + inter);
 }
 
+TEST(CostModel, MessagesUseTheFitOfTheirGroupsWorldSize) {
+  // Calibrated at 4 ranks: 7 us a message there; the all-sizes fit says 1 us.
+  auto path =
+      std::filesystem::temp_directory_path() / fmt::format("ranks-model-n-{}.json", getpid());
+  std::ofstream(path) << R"({"ops": {"sendrecv": {
+      "intra": [{"algorithm": "direct", "alpha_us": 1}],
+      "intra_by_world_size": {"4": [{"algorithm": "direct", "alpha_us": 7}]}}}})";
+  std::vector<std::chrono::nanoseconds> done(4);
+  sim::Options options = default_options();
+  options.model = path.string();
+  sim::Report report = simulate(
+      4,
+      [&] {
+        const int r = get_rank();
+        auto out = Tensor::zeros({4}, DType::Float32);
+        auto in = Tensor::zeros({4}, DType::Float32);
+        Work sent = isend(out, (r + 1) % 4);
+        Work received = irecv(in, (r + 3) % 4);
+        sent.wait();
+        received.wait();
+        done[static_cast<size_t>(r)] = now();
+      },
+      options);
+  std::filesystem::remove(path);
+  ASSERT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  for (auto t : done) EXPECT_EQ(t, 7us);
+}
+
 TEST(CostModel, WithoutAModelOpsAreFree) {
   sim::Report report = simulate(8, [] {
     auto t = Tensor::zeros({1 << 16}, DType::Float32);

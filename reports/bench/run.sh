@@ -1,22 +1,31 @@
 #!/bin/sh
 # Regenerates reports/bench/ on this machine: measures gloo and mpi with 2 and 4 processes,
 # fits a cost model per backend, predicts the same sweeps on the simulator with those models,
-# and writes the report (summary.md + plots). About two minutes on a 2-core machine.
+# and writes the report (summary.md + plots). About five minutes on a 2-core machine.
 #
-# usage: reports/bench/run.sh [BUILD_DIR]      (default: build)
+# usage: [MEASURE=0] [PASSES=2] reports/bench/run.sh [BUILD_DIR]      (default: build)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
 ranks="$build/tools/ranks"
-sweep="-o all -b 8 -e 4M -f 2 -w 5 -n 20"
+sweep="-o all -b 8 -e 2M -f 2 -w 3 -n 3 -R 30"
+passes=${PASSES:-2}  # the report keeps the fastest of the passes at each point
 data="$here/data"
+measure=${MEASURE:-1}  # MEASURE=0: refit and re-predict the measurements already in data/
 mkdir -p "$data"
-rm -f "$data"/*.jsonl
+rm -f "$data"/sim-*
+if [ "$measure" = 1 ]; then
+  rm -f "$data"/*.jsonl "$data"/*.txt
+  { date -u +%Y-%m-%dT%H:%M:%SZ; uname -srm; grep -m1 'model name' /proc/cpuinfo; nproc
+    git -C "$here" rev-parse --short HEAD; uptime; } > "$data/machine.txt"
+fi
 
 for backend in gloo mpi; do
-  for n in 2 4; do
-    "$ranks" bench -n "$n" --backend "$backend" -- $sweep --json "$data/$backend.jsonl" \
-      > "$data/$backend-n$n.txt"
+  [ "$measure" = 1 ] && for pass in $(seq "$passes"); do
+    for n in 2 4; do
+      "$ranks" bench -n "$n" --backend "$backend" -- $sweep --json "$data/$backend.jsonl" \
+        > "$data/$backend-n$n-pass$pass.txt"
+    done
   done
   "$ranks" calibrate "$data/$backend.jsonl" -o "$here/$backend-model.json" \
     --name "$backend-$(hostname)" 2> "$data/$backend-calibration.txt"
@@ -31,3 +40,4 @@ done
 "$ranks" report "$data"/gloo.jsonl "$data"/mpi.jsonl "$data"/sim-gloo.jsonl "$data"/sim-mpi.jsonl \
   --model "gloo=$here/gloo-model.json" --model "mpi=$here/mpi-model.json" -o "$here" \
   --title "ranks bench on $(hostname): gloo and Open MPI, measured and predicted"
+if [ "$measure" = 1 ]; then uptime >> "$data/machine.txt"; fi

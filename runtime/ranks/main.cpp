@@ -51,6 +51,7 @@ sim::Options sim_options_from_env() {
   }
   if (const char* trace = env("RANKS_SIM_TRACE"); trace && *trace) options.trace = trace;
   if (const char* model = env("RANKS_SIM_MODEL"); model && *model) options.model = model;
+  options.move_data = env_number("RANKS_SIM_MOVE_DATA", 1) != 0;
   return options;
 }
 

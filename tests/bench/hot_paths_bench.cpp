@@ -1,7 +1,10 @@
 // Hot paths, per call (Google Benchmark; speed is measured here, never asserted in tests):
 //   BM_Predict            the cost model's price of one collective (every priced op pays it)
-//   BM_DispatchOneRank    an all_reduce through the checker, dispatch and the simulated backend
-//                         on one rank: the library's own overhead, no peer to wait for
+//   BM_CheckOneRank       an all_reduce on a group of one: the argument checker and the size-1
+//                         short cut (no dispatch: there is nobody to talk to)
+//   BM_AllReduceTwoRanks  an all_reduce of 2 floats on two simulated ranks: checker, dispatch
+//                         (sequence number, capability table, op record), matching, the
+//                         reduction and two fiber switches
 //   BM_SwitchAndMatch     a send/recv pair between two simulated ranks: two fiber switches and
 //                         one mailbox match per message
 //   BM_PricedAllReduce    an 8-byte all_reduce on N ranks, free vs priced (h100-nvlink-ib):
@@ -56,9 +59,16 @@ void time_inside(benchmark::State& state, ranks::sim::Options options, int calls
   state.SetItemsProcessed(state.iterations() * calls);
 }
 
-void BM_DispatchOneRank(benchmark::State& state) {
+void BM_CheckOneRank(benchmark::State& state) {
   ranks::sim::Options options;
   options.world_size = 1;
+  options.backend = "mpi";
+  time_inside(state, options, 10000, [](ranks::Tensor& t) { ranks::all_reduce(t); });
+}
+
+void BM_AllReduceTwoRanks(benchmark::State& state) {
+  ranks::sim::Options options;
+  options.world_size = 2;
   options.backend = "mpi";
   time_inside(state, options, 10000, [](ranks::Tensor& t) { ranks::all_reduce(t); });
 }
@@ -86,7 +96,8 @@ void BM_PricedAllReduce(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Predict);
-BENCHMARK(BM_DispatchOneRank)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CheckOneRank)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllReduceTwoRanks)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SwitchAndMatch)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PricedAllReduce)
     ->Args({1024, 0})

@@ -65,7 +65,7 @@ void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const 
                  : fmt::format(" ({} rules, model {})", info.sim_backend, info.model),
              info.world_size, info.ranks_per_node, info.host, info.date, info.git);
   fmt::print(out,
-             "# warm-up {}, iterations {} x {} blocks, time = the slowest rank's mean (median "
+             "# warm-up {}, iterations {} x {} blocks, time = the slowest rank's mean (fastest "
              "block); GB = 1e9 B\n",
              c.warmup, c.iters, c.repeats);
   fmt::print(out, "#{:>11} {:>12} {:>9} {:>7} {:>11} {:>11} {:>11} {:>7}\n", "size", "count",

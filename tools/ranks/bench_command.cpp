@@ -24,6 +24,7 @@ struct BenchArgs {
   std::string backend;
   int ranks_per_node = 0;
   std::string model;
+  bool shapes_only = false;
   std::vector<std::string> bench_args;
 };
 
@@ -63,6 +64,7 @@ int run_bench(const BenchArgs& a) {
       argv.insert(argv.end(), {"--ranks-per-node", std::to_string(a.ranks_per_node)});
     }
     if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
+    if (a.shapes_only) argv.push_back("--shapes-only");
   }
   argv.push_back("--");
   argv.push_back(bench_program());
@@ -84,6 +86,8 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("--ranks-per-node", args->ranks_per_node, "simulated: ranks per node")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--model", args->model, "simulated: cost model preset or file");
+  bench->add_flag("--shapes-only", args->shapes_only,
+                  "simulated: move no data (large sizes on many ranks; no #wrong check)");
   bench->add_option("args", args->bench_args, "ranks-bench options (after --), e.g. -o all -e 1M");
   bench->positionals_at_end();
   return [args] { return run_bench(*args); };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <map>
 
 #include "ranks/errors.hpp"
 
@@ -30,6 +31,24 @@ std::vector<Row> read_results(const std::vector<std::string>& paths) {
     }
   }
   return rows;
+}
+
+std::vector<Row> fastest_rows(const std::vector<Row>& rows) {
+  std::map<std::string, size_t> index;
+  std::vector<Row> out;
+  for (const Row& row : rows) {
+    const std::string key = fmt::format(
+        "{}|{}|{}|{}|{}|{}|{}|{}", row["backend"].get<std::string>(), row["world_size"].get<int>(),
+        row.value("ranks_per_node", 0), row["op"].get<std::string>(), row["bytes"].get<double>(),
+        row.value("dtype", ""), row.value("redop", ""), row.value("model", ""));
+    auto [it, inserted] = index.try_emplace(key, out.size());
+    if (inserted) {
+      out.push_back(row);
+    } else if (row["time_us"].get<double>() < out[it->second]["time_us"].get<double>()) {
+      out[it->second] = row;
+    }
+  }
+  return out;
 }
 
 sim::Sample to_sample(const Row& row) {

@@ -13,6 +13,10 @@ using Row = nlohmann::ordered_json;
 
 // Every line of every file; InvalidArgument names the file and line of a malformed one.
 std::vector<Row> read_results(const std::vector<std::string>& paths);
+// One row per (backend, world size, ranks per node, op, bytes, dtype, reduce op, model): the
+// fastest, when a sweep was run more than once (the bench's own rule for repeats: interference
+// only adds time). Order of first appearance is kept.
+std::vector<Row> fastest_rows(const std::vector<Row>& rows);
 // A measured row as a calibration sample: link class from ranks_per_node vs world size.
 sim::Sample to_sample(const Row& row);
 // Rows a model may be fitted to or judged by: measured (not simulated), checked correct

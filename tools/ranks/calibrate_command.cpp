@@ -22,11 +22,11 @@ struct CalibrateArgs {
   std::string output;
   std::string backend;
   std::string name;
-  int max_segments = 3;
+  int max_segments = 4;
 };
 
 int run_calibrate(const CalibrateArgs& args) {
-  std::vector<Row> rows = read_results(args.results);
+  std::vector<Row> rows = fastest_rows(read_results(args.results));
   std::set<std::string> backends;
   for (const Row& row : rows) {
     if (usable(row)) backends.insert(row["backend"].get<std::string>());
@@ -95,8 +95,8 @@ Command add_calibrate_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "write the model here (default: stdout)");
   cmd->add_option("--backend", args->backend, "fit this backend's measurements");
   cmd->add_option("--name", args->name, "the model's name (default: BACKEND-HOST)");
-  cmd->add_option("--max-segments", args->max_segments, "size ranges per op (1-4)")
-      ->check(CLI::Range(1, 4));
+  cmd->add_option("--max-segments", args->max_segments, "size ranges per op (1-6)")
+      ->check(CLI::Range(1, 6));
   return [args] { return run_calibrate(*args); };
 }
 

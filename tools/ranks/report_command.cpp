@@ -62,7 +62,7 @@ int run_report(const ReportArgs& args) {
     }
     models[spec.substr(0, eq)] = sim::load_cost_model(spec.substr(eq + 1));
   }
-  std::vector<Row> rows = read_results(args.results);
+  std::vector<Row> rows = fastest_rows(read_results(args.results));
   for (Row& row : rows) {
     auto model = models.find(row["backend"].get<std::string>());
     if (model == models.end() || row["backend"] == "sim") continue;

@@ -35,6 +35,7 @@ struct SimArgs {
   std::string trace;
   std::string report;
   std::string model;
+  bool shapes_only = false;
   std::vector<std::string> program;
 };
 
@@ -60,6 +61,7 @@ int run_program(const SimArgs& args, const std::string& report_path, bool quiet 
       {"RANKS_SIM_TRACE", args.trace},
       {"RANKS_SIM_REPORT", report_path},
       {"RANKS_SIM_MODEL", args.model},
+      {"RANKS_SIM_MOVE_DATA", args.shapes_only ? "0" : "1"},
   };
   std::fflush(nullptr);
   pid_t child = fork();
@@ -192,6 +194,8 @@ Command add_sim_command(CLI::App& app) {
   sim->add_option("--model", args->model,
                   "cost model: a preset (h100-nvlink-ib, pcie-gen5-ib, ethernet-40g) or a model "
                   "file from `ranks calibrate`; default free (ops take no virtual time)");
+  sim->add_flag("--shapes-only", args->shapes_only,
+                "move no data: ops are matched, checked and priced, results are not computed");
   sim->add_option("program", args->program, "the program and its arguments (after --)")->required();
   sim->positionals_at_end();
   return [args] { return run_sim(*args); };

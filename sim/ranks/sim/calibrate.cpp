@@ -186,6 +186,13 @@ CostModel calibrate(const std::vector<Sample>& samples, const std::string& name,
     const auto& [family, link] = key;
     OpModel& op = model.ops[family];
     (link == LinkClass::Intra ? op.intra : op.inter) = fit_family(family, group, options);
+    std::map<int, std::vector<const Sample*>> by_n;
+    for (const Sample* s : group) by_n[s->n].push_back(s);
+    if (by_n.size() < 2) continue;  // the fit above is that world size's fit
+    for (const auto& [n, samples_at_n] : by_n) {
+      (link == LinkClass::Intra ? op.intra_at : op.inter_at)[n] =
+          fit_family(family, samples_at_n, options);
+    }
   }
   if (auto it = model.ops.find("sendrecv"); it != model.ops.end()) {
     // The largest sizes' range: the one that sets bandwidth.

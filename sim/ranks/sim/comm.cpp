@@ -144,14 +144,17 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   // Every rank leaves when the last one arrives plus the op's price: contention-free, so ranks
   // that arrived early have waited, as they would for a real collective.
   const Nanos cost = engine_.priced() && !error ? collective_cost(engine_, *this, first) : Nanos{0};
+  std::vector<std::shared_ptr<SimWork>> priced;
+  if (cost.count() > 0) priced.reserve(arrivals.size());
   for (Arrival& arrival : arrivals) {
     if (cost.count() > 0) {
-      engine_.complete_after(cost, std::move(arrival.work));
+      priced.push_back(std::move(arrival.work));
     } else {
       engine_.complete(*arrival.work, error);
     }
     arrival = Arrival{};
   }
+  if (!priced.empty()) engine_.complete_after(cost, std::move(priced));
   spare_slots_.push_back(std::move(arrivals));
 }
 
@@ -230,8 +233,7 @@ void SimGroup::match(Message& send, Message& recv) {
           ? message_cost(engine_, *this, send.work->group_rank, recv.work->group_rank, in.nbytes())
           : Nanos{0};
   if (cost.count() > 0) {
-    engine_.complete_after(cost, std::move(send.work));
-    engine_.complete_after(cost, std::move(recv.work));
+    engine_.complete_after(cost, {std::move(send.work), std::move(recv.work)});
     return;
   }
   engine_.complete(*send.work, error);

@@ -61,6 +61,12 @@ bool CostModel::is_free() const {
   return free_link(intra) && free_link(inter) && ops.empty();
 }
 
+const std::vector<Segment>& OpModel::segments(LinkClass link, int n) const {
+  const auto& at = link == LinkClass::Intra ? intra_at : inter_at;
+  if (auto it = at.find(n); it != at.end() && !it->second.empty()) return it->second;
+  return link == LinkClass::Intra ? intra : inter;
+}
+
 std::string_view op_family(OpKind kind) {
   switch (kind) {
     case OpKind::Send:
@@ -133,7 +139,7 @@ Prediction predict(const CostModel& model, std::string_view family, int n, doubl
   Link figures = link == LinkClass::Intra ? model.intra : model.inter;
   if (auto op = model.ops.find(family); op != model.ops.end()) {
     chosen = op->second.algorithm;
-    const auto& segments = link == LinkClass::Intra ? op->second.intra : op->second.inter;
+    const auto& segments = op->second.segments(link, n);
     for (const Segment& s : segments) {
       if (bytes <= s.up_to_bytes || &s == &segments.back()) {
         chosen = s.algorithm;

@@ -47,6 +47,13 @@ struct OpModel {
   Algorithm algorithm = Algorithm::Auto;  // when no segment applies
   std::vector<Segment> intra;             // empty: the intra link with `algorithm`
   std::vector<Segment> inter;
+  // Fits for one measured world size, which win over the ranges above at that size: where
+  // ranks share cores (4 processes on 2 here) time does not scale with n as any network
+  // algorithm says, so the all-sizes fit is kept for world sizes nobody measured.
+  std::map<int, std::vector<Segment>> intra_at;
+  std::map<int, std::vector<Segment>> inter_at;
+
+  const std::vector<Segment>& segments(LinkClass link, int n) const;
 };
 
 struct CostModel {

@@ -218,13 +218,14 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
   if (work.owner.waiting_on == &work) wake(work.owner);
 }
 
-void Engine::complete_after(Nanos delay, std::shared_ptr<SimWork> work) {
+void Engine::complete_after(Nanos delay, std::vector<std::shared_ptr<SimWork>> works) {
   if (delay.count() <= 0) {
-    complete(*work);
+    for (auto& work : works) complete(*work);
     return;
   }
-  const int owner = work->owner.rank;
-  events_.push(Event{now_ + delay, event_order_++, owner, nullptr, std::move(work)});
+  const int owner = works.front()->owner.rank;
+  events_.push(Event{now_ + delay, event_order_++, owner, nullptr,
+                     std::make_shared<std::vector<std::shared_ptr<SimWork>>>(std::move(works))});
 }
 
 void Engine::on_op_entered(SimRank& rank, const BlockInfo& op) {
@@ -317,8 +318,8 @@ void Engine::on_idle() {
     Event event = events_.top();
     events_.pop();
     SimRank& target = rank(event.rank);
-    if (event.work) {
-      complete(*event.work);
+    if (event.works) {
+      for (auto& work : *event.works) complete(*work);
     } else if (event.crash == nullptr) {
       wake(target);
     } else if (target.state == RankState::Blocked) {

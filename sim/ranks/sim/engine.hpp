@@ -95,8 +95,9 @@ class Engine final : public Clock {
   void wait(SimRank& rank, SimWork& work);
   // Marks work done (or failed) and wakes its rank if it is blocked on it.
   void complete(SimWork& work, std::exception_ptr error = nullptr);
-  // The same, `delay` later on the virtual clock (the cost model's price of the op).
-  void complete_after(Nanos delay, std::shared_ptr<SimWork> work);
+  // The same for every work of one op, `delay` later on the virtual clock (the cost model's
+  // price of the op): one event per op, however many ranks take part.
+  void complete_after(Nanos delay, std::vector<std::shared_ptr<SimWork>> works);
 
   // The cost model (pricing.cpp): whether ops cost virtual time at all, and what they cost.
   bool priced() const { return priced_; }
@@ -115,7 +116,7 @@ class Engine final : public Clock {
     uint64_t order;
     int rank;
     const Fault* crash;  // null: wake a sleeping rank (or complete `work`); else crash the rank
-    std::shared_ptr<SimWork> work;  // an op whose priced time is up
+    std::shared_ptr<std::vector<std::shared_ptr<SimWork>>> works;  // an op whose time is up
     bool operator>(const Event& other) const {
       return time != other.time ? time > other.time : order > other.order;
     }

@@ -99,6 +99,13 @@ CostModel parse_cost_model(const std::string& json_text, const std::string& orig
       m.algorithm = parse_algorithm(op.value("algorithm", "auto"));
       if (op.contains("intra")) m.intra = parse_segments(op.at("intra"), origin + " " + family);
       if (op.contains("inter")) m.inter = parse_segments(op.at("inter"), origin + " " + family);
+      for (auto [key, target] : {std::pair{"intra_by_world_size", &m.intra_at},
+                                 std::pair{"inter_by_world_size", &m.inter_at}}) {
+        if (!op.contains(key)) continue;
+        for (const auto& [n, list] : op.at(key).items()) {
+          (*target)[std::stoi(n)] = parse_segments(list, origin + " " + family + " n=" + n);
+        }
+      }
       model.ops.emplace(family, std::move(m));
     }
     return model;
@@ -124,6 +131,13 @@ std::string to_json(const CostModel& model) {
     Json o = {{"algorithm", algorithm_name(op.algorithm)}};
     if (!op.intra.empty()) o["intra"] = segments_json(op.intra);
     if (!op.inter.empty()) o["inter"] = segments_json(op.inter);
+    for (auto [key, source] : {std::pair{"intra_by_world_size", &op.intra_at},
+                               std::pair{"inter_by_world_size", &op.inter_at}}) {
+      if (source->empty()) continue;
+      Json by_n = Json::object();
+      for (const auto& [n, list] : *source) by_n[std::to_string(n)] = segments_json(list);
+      o[key] = by_n;
+    }
     ops[family] = o;
   }
   j["ops"] = ops;

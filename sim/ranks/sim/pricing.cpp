@@ -57,8 +57,11 @@ Nanos message_cost(const Engine& engine, const SimGroup& group, int src, int dst
       engine.node_of(group.global_rank(src)) == engine.node_of(group.global_rank(dst))
           ? LinkClass::Intra
           : LinkClass::Inter;
+  // The group's size picks a calibrated model's fit for that world size (one message is one
+  // step whatever n is, but measured figures at n ranks carry their oversubscription).
   return to_nanos(
-      predict(engine.cost_model(), "sendrecv", 2, static_cast<double>(bytes), link).seconds);
+      predict(engine.cost_model(), "sendrecv", group.size(), static_cast<double>(bytes), link)
+          .seconds);
 }
 
 }  // namespace ranks::sim::detail
