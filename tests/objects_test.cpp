@@ -166,6 +166,37 @@ TEST_P(Objects, DifferentTypesOnTheRanksAreAClearError) {
   });
 }
 
+// Payloads up to object::eager_bytes travel with their length in one collective, larger ones
+// in a second: objects on both sides of the boundary, and ranks on different sides of it.
+TEST_P(Objects, SmallAndLargeObjectsAroundTheEagerLimit) {
+  run_on(GetParam(), 3, [] {
+    const int rank = get_rank();
+    // A string of k chars is a payload of 16 (header) + 8 (length) + k bytes.
+    const size_t boundary = object::eager_bytes - 24;
+    ASSERT_EQ(object::encode(std::string(boundary, 'x')).size(), object::eager_bytes);
+    for (size_t base : {size_t{0}, boundary - 1, boundary, boundary + 1, size_t{50000}}) {
+      auto text_of = [&](int r) { return std::string(base + static_cast<size_t>(r), 'a' + r); };
+      auto all = all_gather_object(text_of(rank));
+      ASSERT_EQ(all.size(), 3u);
+      for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<size_t>(r)], text_of(r)) << base;
+      auto gathered = gather_object(text_of(rank), 1);
+      EXPECT_EQ(gathered.has_value(), rank == 1);
+      if (gathered) {
+        for (int r = 0; r < 3; ++r) EXPECT_EQ((*gathered)[static_cast<size_t>(r)], text_of(r));
+      }
+      for (int src : {0, 2}) {
+        std::vector<std::string> list = {text_of(rank), "second"};
+        broadcast_object_list(list, src);
+        EXPECT_EQ(list, (std::vector<std::string>{text_of(src), "second"})) << base;
+      }
+      auto collected = collect_results(std::vector<std::string>{text_of(rank)}, 3, "gpu");
+      if (rank == 0) {
+        EXPECT_EQ(collected, (std::vector<std::string>{text_of(0), text_of(1), text_of(2)}));
+      }
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Objects, ::testing::ValuesIn(test_backends()),
                          [](const auto& param_info) { return param_info.param; });
 

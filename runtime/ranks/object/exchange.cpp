@@ -27,19 +27,41 @@ Tensor on_host(const Tensor& t) {
   return t.device().type == Device::Type::CPU ? t : t.to(Device::cpu());
 }
 
-// Every member's payload length, checked on every rank alike.
-std::vector<uint64_t> all_gather_lengths(uint64_t mine, const Group& group, std::string_view op,
-                                         where_t where) {
-  std::vector<Tensor> lengths =
-      all_gather(Tensor::of<int64_t>({static_cast<int64_t>(mine)}, comm_device()), group, where);
-  std::vector<uint64_t> out;
-  out.reserve(lengths.size());
-  for (size_t r = 0; r < lengths.size(); ++r) {
-    const auto length = static_cast<uint64_t>(on_host(lengths[r]).item<int64_t>());
-    check_announced_size(length, describe_rank(static_cast<int>(r), group), op);
-    out.push_back(length);
+// A payload's length (8 bytes) followed by its first eager_bytes: the whole payload when it is
+// small.
+Tensor head_of(const Bytes& payload) {
+  Tensor head = Tensor::zeros({static_cast<int64_t>(8 + eager_bytes)}, DType::UInt8);
+  auto* data = static_cast<uint8_t*>(head.data_ptr());
+  const uint64_t length = payload.size();
+  std::memcpy(data, &length, 8);
+  std::memcpy(data + 8, payload.data(), std::min<uint64_t>(length, eager_bytes));
+  return head;
+}
+
+uint64_t length_in(const Tensor& head) {
+  uint64_t length = 0;
+  std::memcpy(&length, head.data_ptr(), 8);
+  return length;
+}
+
+// Every member's head (in host memory) and payload length, the lengths checked on every rank
+// alike.
+std::pair<std::vector<Tensor>, std::vector<uint64_t>> all_gather_heads(const Bytes& mine,
+                                                                       const Group& group,
+                                                                       std::string_view op,
+                                                                       where_t where) {
+  Tensor head = head_of(mine);
+  const Device device = comm_device();
+  std::vector<Tensor> heads =
+      all_gather(device.type == Device::Type::CPU ? head : head.to(device), group, where);
+  std::vector<uint64_t> lengths;
+  lengths.reserve(heads.size());
+  for (size_t r = 0; r < heads.size(); ++r) {
+    heads[r] = on_host(heads[r]);
+    lengths.push_back(length_in(heads[r]));
+    check_announced_size(lengths.back(), describe_rank(static_cast<int>(r), group), op);
   }
-  return out;
+  return {std::move(heads), std::move(lengths)};
 }
 
 uint64_t largest(const std::vector<uint64_t>& lengths) {
@@ -53,11 +75,11 @@ std::vector<Tensor> all_on_host(std::vector<Tensor> tensors) {
 
 }  // namespace
 
-Parts::Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths)
-    : buffers_(std::move(buffers)), lengths_(std::move(lengths)) {}
+Parts::Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths, size_t offset)
+    : buffers_(std::move(buffers)), lengths_(std::move(lengths)), offset_(offset) {}
 
 std::span<const uint8_t> Parts::operator[](size_t rank) const {
-  return {static_cast<const uint8_t*>(buffers_[rank].data_ptr()), lengths_[rank]};
+  return {static_cast<const uint8_t*>(buffers_[rank].data_ptr()) + offset_, lengths_[rank]};
 }
 
 std::string describe_rank(int group_rank, const Group& group) {
@@ -66,7 +88,8 @@ std::string describe_rank(int group_rank, const Group& group) {
 }
 
 Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, where_t where) {
-  std::vector<uint64_t> lengths = all_gather_lengths(mine.size(), group, op, where);
+  auto [heads, lengths] = all_gather_heads(mine, group, op, where);
+  if (largest(lengths) <= eager_bytes) return Parts(std::move(heads), std::move(lengths), 8);
   mine.resize(largest(lengths));  // every rank sends the same count; the padding is cut off
   std::vector<Tensor> parts = all_gather(on_comm_device(mine, comm_device()), group, where);
   return Parts(all_on_host(std::move(parts)), std::move(lengths));
@@ -74,7 +97,11 @@ Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, wher
 
 std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::string_view op,
                                   where_t where) {
-  std::vector<uint64_t> lengths = all_gather_lengths(mine.size(), group, op, where);
+  auto [heads, lengths] = all_gather_heads(mine, group, op, where);
+  if (largest(lengths) <= eager_bytes) {
+    if (get_rank(group) != dst) return std::nullopt;
+    return Parts(std::move(heads), std::move(lengths), 8);
+  }
   mine.resize(largest(lengths));
   std::vector<Tensor> parts = gather(on_comm_device(mine, comm_device()), dst, group, where);
   if (get_rank(group) != dst) return std::nullopt;
@@ -85,11 +112,19 @@ void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_vi
                      where_t where) {
   const Device device = comm_device();
   const bool is_src = get_rank(group) == src;
-  Tensor length = Tensor::of<int64_t>({is_src ? static_cast<int64_t>(payload.size()) : 0}, device);
-  broadcast(length, src, group, where);
-  const auto bytes = static_cast<uint64_t>(on_host(length).item<int64_t>());
+  Tensor head = head_of(is_src ? payload : Bytes{});
+  if (device.type != Device::Type::CPU) head = head.to(device);
+  broadcast(head, src, group, where);
+  head = on_host(head);
+  const uint64_t bytes = length_in(head);
   check_announced_size(bytes, describe_rank(src, group), op);
   if (!is_src) payload.resize(bytes);
+  if (bytes <= eager_bytes) {
+    if (!is_src) {
+      std::memcpy(payload.data(), static_cast<const uint8_t*>(head.data_ptr()) + 8, bytes);
+    }
+    return;
+  }
   Tensor buffer = on_comm_device(payload, device);
   broadcast(buffer, src, group, where);
   if (!is_src && device.type != Device::Type::CPU) {
@@ -101,7 +136,7 @@ void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_vi
 void stream_to_root(Bytes mine, int dst, const Group& group, std::string_view op,
                     const std::function<void(int, std::span<const uint8_t>)>& consume,
                     where_t where) {
-  const std::vector<uint64_t> lengths = all_gather_lengths(mine.size(), group, op, where);
+  const std::vector<uint64_t> lengths = all_gather_heads(mine, group, op, where).second;
   const Device device = comm_device();
   if (get_rank(group) != dst) {
     send(on_comm_device(mine, device), dst, group, object_tag, where);

@@ -16,17 +16,22 @@
 
 namespace ranks::object {
 
+// Payloads up to this many bytes travel in the same collective as their length (one collective
+// instead of two: small objects, such as metrics, statuses and paths, are latency-bound).
+inline constexpr uint64_t eager_bytes = 1024 - 8;
+
 // The payloads of a group's members, in group-rank order, in host memory. They stay in the
-// (padded) receive buffers: slicing them out would copy every byte once more.
+// (padded) receive buffers, from `offset` on: slicing them out would copy every byte once more.
 class Parts {
  public:
-  Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths);
+  Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths, size_t offset = 0);
   size_t size() const { return lengths_.size(); }
   std::span<const uint8_t> operator[](size_t rank) const;
 
  private:
   std::vector<Tensor> buffers_;
   std::vector<uint64_t> lengths_;
+  size_t offset_;
 };
 
 // `op` names the object collective in messages ("all_gather_object").
