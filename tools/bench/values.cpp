@@ -6,34 +6,6 @@
 
 namespace ranks::bench {
 
-namespace {
-
-template <class F>
-void visit(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Bool:
-      return f(bool{});
-    case DType::UInt8:
-      return f(uint8_t{});
-    case DType::Int8:
-      return f(int8_t{});
-    case DType::Int32:
-      return f(int32_t{});
-    case DType::Int64:
-      return f(int64_t{});
-    case DType::Float16:
-      return f(float16_t{});
-    case DType::BFloat16:
-      return f(bfloat16_t{});
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-  }
-}
-
-}  // namespace
-
 double input_value(int rank, int64_t index, ReduceOp op) {
   if (op == ReduceOp::Product) return (rank + index) % 7 == 0 ? 2 : 1;
   return static_cast<double>((rank * 7 + index * 3) % 4);
@@ -70,7 +42,7 @@ double reduced_value(int n, int64_t index, ReduceOp op) {
 }
 
 void fill(Tensor& t, int rank, int64_t first, ReduceOp op) {
-  visit(t.dtype(), [&](auto zero) {
+  visit_dtype(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* data = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {
@@ -86,7 +58,7 @@ void fill(Tensor& t, int rank, int64_t first, ReduceOp op) {
 
 double get_element(const Tensor& t, int64_t i) {
   double value = 0;
-  visit(t.dtype(), [&](auto zero) {
+  visit_dtype(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
       value = static_cast<float>(t.data<T>()[i]);

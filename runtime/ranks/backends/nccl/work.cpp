@@ -10,42 +10,14 @@
 #include "ranks/backends/nccl/types.hpp"
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/detail/check.hpp"
+#include "ranks/detail/error_kind.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::nccl::detail {
 
+using ranks::detail::same_kind;
+using ranks::detail::what_of;
 using ranks::detail::where_str;
-
-namespace {
-
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an unknown exception";
-  }
-}
-
-// A new error of the same ranks kind as `like`, with message.
-std::exception_ptr same_kind(const std::exception_ptr& like, const std::string& message) {
-  try {
-    std::rethrow_exception(like);
-  } catch (const Timeout&) {
-    return std::make_exception_ptr(Timeout(message));
-  } catch (const RankFailure&) {
-    return std::make_exception_ptr(RankFailure(message));
-  } catch (const Unsupported&) {
-    return std::make_exception_ptr(Unsupported(message));
-  } catch (const InvalidArgument&) {
-    return std::make_exception_ptr(InvalidArgument(message));
-  } catch (...) {
-    return std::make_exception_ptr(BackendError(message));
-  }
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------- Communicator
 
