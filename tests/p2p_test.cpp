@@ -325,6 +325,50 @@ TEST(P2P, DtypeMismatchNamesBothCallSites) {
   EXPECT_TRUE(Contains(report.message, "float32[3]"));
 }
 
+// NCCL ignores tags: two ranks' messages pair in the order they were posted. Under the nccl
+// rules the simulator pairs them that way too, and a pair whose tags differ (the program meant
+// another message) is a Mismatch, where real NCCL would deliver the wrong one silently.
+TEST(P2P, UnderNcclRulesTagsDoNotReorderMessages) {
+  sim::Options nccl = default_options();
+  nccl.backend = "nccl";
+  auto reordered = [] {
+    Tensor a = Tensor::zeros({2}, DType::Float32, comm_device());
+    Tensor b = Tensor::zeros({2}, DType::Float32, comm_device());
+    if (get_rank() == 0) {
+      Work first = isend(a, 1, {}, /*tag=*/1);
+      Work second = isend(b, 1, {}, /*tag=*/2);
+      first.wait();
+      second.wait();
+    } else {
+      recv(b, 0, {}, /*tag=*/2);
+      recv(a, 0, {}, /*tag=*/1);
+    }
+  };
+  sim::Report report = simulate(2, reordered, nccl);
+  EXPECT_EQ(report.outcome, sim::Outcome::Mismatch) << report.to_text();
+  EXPECT_TRUE(Contains(report.to_text(), "nccl ignores tags, so rank 0's send (tag 1)"));
+  EXPECT_TRUE(Contains(report.to_text(), "which expects tag 2 at p2p_test.cpp:"));
+  // Tags select messages on gloo (and mpi): the same program is fine there.
+  sim::Options gloo = default_options();
+  gloo.backend = "gloo";
+  EXPECT_EQ(simulate(2, reordered, gloo).outcome, sim::Outcome::Ok);
+  // In posting order, tags that agree are fine under nccl rules.
+  run_ranks(
+      2,
+      [] {
+        Tensor t = Tensor::of<float>({1.0f, 2.0f}, Device::cuda(0));
+        if (get_rank() == 0) {
+          send(t, 1, {}, 1);
+          send(t, 1, {}, 2);
+        } else {
+          recv(t, 0, {}, 1);
+          recv(t, 0, {}, 2);
+          EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.0f, 2.0f}));
+        }
+      },
+      nccl);
+}
+
 TEST(P2P, SendWithNoMatchingRecvIsADeadlock) {
   sim::Report report = simulate(2, [] {
     if (get_rank() == 0) send(Tensor::zeros({1}, DType::Int32), 1, {}, /*tag=*/8);

@@ -78,8 +78,12 @@ constexpr std::array nccl_reduce_ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp:
 constexpr std::string_view torch_sources =
     "torch.distributed docs, backends table (seed 004; docs 2.x for nccl send/recv/gather/scatter)";
 
-const BackendCapabilities nccl{"nccl", nccl_ops, nccl_reduce_ops, torch_sources,
-                               /*recv_any_source=*/false};
+const BackendCapabilities nccl{"nccl",
+                               nccl_ops,
+                               nccl_reduce_ops,
+                               torch_sources,
+                               /*recv_any_source=*/false,
+                               /*matches_tags=*/false};
 const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
 const BackendCapabilities mpi{"mpi", mpi_ops, all_reduce_ops, torch_sources};
 
@@ -162,7 +166,10 @@ std::string BackendCapabilities::to_markdown() const {
   out += fmt::format(
       "\nreduce ops: {}. dtypes: all nine (bool, uint8, int8, int32, int64, "
       "float16, bfloat16, float32, float64).{}\ntorch columns: {}.\n",
-      ops_list, recv_any_source ? "" : " recv from any_source: ✘.", sources);
+      ops_list,
+      std::string(recv_any_source ? "" : " recv from any_source: ✘.") +
+          (matches_tags ? "" : " tags: ignored (two ranks' messages pair in posting order)."),
+      sources);
   return out;
 }
 

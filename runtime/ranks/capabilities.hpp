@@ -39,6 +39,9 @@ struct BackendCapabilities {
   std::string_view sources;              // where the torch columns come from
   // Whether recv(t, any_source) exists; NCCL matches a receive to one named sender only.
   bool recv_any_source = true;
+  // Whether tags select messages; NCCL ignores them and pairs two ranks' sends and receives in
+  // the order they were posted.
+  bool matches_tags = true;
 
   const OpSupport* find(OpKind) const;
   // Empty when op/device/dtype/reduce op is supported; otherwise why not, with what to do.

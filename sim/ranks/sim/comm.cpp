@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "ranks/capabilities.hpp"
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/fingerprint.hpp"
@@ -85,7 +86,10 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, const OpRequest& request, i
       timeout(request.timeout) {}
 
 SimGroup::SimGroup(Engine& engine, GroupSpec spec)
-    : engine_(engine), spec_(std::move(spec)), mailboxes_(spec_.global_ranks().size()) {}
+    : engine_(engine),
+      spec_(std::move(spec)),
+      matches_tags_(capabilities(engine.options().backend).matches_tags),
+      mailboxes_(spec_.global_ranks().size()) {}
 
 void SimGroup::arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   const uint64_t seq = request.seq;
@@ -175,7 +179,7 @@ void SimGroup::post_send(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   Mailbox& box = mailboxes_[static_cast<size_t>(request.root)];
   for (auto it = box.recvs.begin(); it != box.recvs.end(); ++it) {
     if ((it->request.root == src || it->request.root == any_source) &&
-        it->request.tag == request.tag) {
+        tag_matches(request, it->request)) {
       Message recv = std::move(*it);
       box.recvs.erase(it);
       Message send{std::move(request), std::move(work)};
@@ -194,7 +198,7 @@ void SimGroup::post_recv(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   std::vector<bool> seen_source(static_cast<size_t>(size()), false);
   for (auto it = box.sends.begin(); it != box.sends.end(); ++it) {
     int src = it->work->group_rank;
-    if (it->request.tag != request.tag) continue;
+    if (!tag_matches(it->request, request)) continue;
     if (request.root != any_source && src != request.root) continue;
     if (seen_source[static_cast<size_t>(src)]) continue;
     seen_source[static_cast<size_t>(src)] = true;
@@ -217,7 +221,17 @@ void SimGroup::match(Message& send, Message& recv) {
   const Tensor& in = send.request.inputs.front();
   Tensor& out = recv.request.outputs.front();
   std::exception_ptr error;
-  if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
+  if (send.request.tag != recv.request.tag) {
+    // Only where tags are ignored (NCCL) can differently tagged messages pair: on the real
+    // backend the receive would silently get this message.
+    error = std::make_exception_ptr(Mismatch(fmt::format(
+        "mismatched point-to-point on group '{}': {} ignores tags, so rank {}'s send (tag {}) at "
+        "{} pairs with rank {}'s next receive from it, which expects tag {} at {}; post sends and "
+        "receives between two ranks in the same order",
+        name(), engine_.options().backend, global_rank(send.work->group_rank), send.request.tag,
+        where_str(send.request.where), global_rank(recv.work->group_rank), recv.request.tag,
+        where_str(recv.request.where))));
+  } else if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
         "mismatched point-to-point on group '{}': rank {} sent {} (tag {}) at {} but rank {} "
         "receives into {} at {}",

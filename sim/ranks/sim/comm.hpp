@@ -85,8 +85,14 @@ class SimGroup {
   std::vector<Arrival> take_arrival_slots();
   void match(Message& send, Message& recv);
 
+  // Whether the emulated backend selects messages by tag (NCCL does not).
+  bool tag_matches(const OpRequest& send, const OpRequest& recv) const {
+    return !matches_tags_ || send.tag == recv.tag;
+  }
+
   Engine& engine_;
   GroupSpec spec_;
+  bool matches_tags_;
   std::map<uint64_t, Pending> pending_;
   // The collective most ranks are arriving at: in lock-step programs every arrival but the
   // first finds it here instead of walking the map.
