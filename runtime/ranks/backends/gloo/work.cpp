@@ -243,6 +243,18 @@ void RunQueue::post(std::shared_ptr<CollectiveWork> work) {
   wake_.notify_all();
 }
 
+bool RunQueue::run_now(CollectiveWork& work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Ops posted earlier run first (every rank must run a group's collectives in one order).
+    if (running_ || !queue_.empty() || stopping_) return false;
+    running_ = true;  // the thread starts nothing until release()
+  }
+  work.run();
+  release();
+  return true;
+}
+
 void RunQueue::release() {
   bool more = false;
   {
@@ -307,6 +319,11 @@ void CollectiveWork::run(std::chrono::milliseconds timeout) {
     finished_ = true;
     result_ = result;
   });
+}
+
+void CollectiveWork::complete() {
+  error = comm_->locked([this] { return result_; });
+  done = true;
 }
 
 void CollectiveWork::block() { wait(comm_->timeout_of(request_)); }
