@@ -103,10 +103,26 @@ class Client {
     r.where = where;
     return backend_.submit(std::move(r));
   }
+  // Submits and waits at once. With blocking set, the request says so, as the blocking API's do
+  // (the backend may then run it inside submit); without, it is an async op waited at once.
   void run(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> outputs, int root = -1,
            ReduceOp op = ReduceOp::Sum) {
-    submit(kind, std::move(inputs), std::move(outputs), root, op).wait();
+    run(blocking, kind, std::move(inputs), std::move(outputs), root, op);
   }
+  void run(bool blocking_request, OpKind kind, std::vector<Tensor> inputs,
+           std::vector<Tensor> outputs, int root = -1, ReduceOp op = ReduceOp::Sum) {
+    OpRequest r;
+    r.kind = kind;
+    r.inputs = std::move(inputs);
+    r.outputs = std::move(outputs);
+    r.root = root;
+    r.reduce_op = op;
+    r.blocking = blocking_request;
+    submit(std::move(r)).wait();
+  }
+
+  bool blocking = false;  // what run() marks its requests
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
  private:
   Backend& backend_;
@@ -359,6 +375,43 @@ void progress_cases(Client& c) {
   check_values(t, want, "all_reduce that progressed without a waiter");
 }
 
+// Blocking collectives among async ones. Collectives run in submission order, so a blocking one
+// submitted while async ones are still queued runs after them (here it reads what the async
+// broadcast wrote), and async ones submitted after it run after it; every result is right
+// whichever thread ran each op.
+void interleave_cases(Client& c) {
+  const int n = c.size();
+  Tensor x = row_tensor(DType::Float32, c.rank(), 5);
+  Tensor y = row_tensor(DType::Int32, c.rank(), 4);
+  Work sum_x = c.submit(OpKind::AllReduce, {x}, {x});
+  Work from_last = c.submit(OpKind::Broadcast, {y}, {y}, n - 1);
+  c.run(true, OpKind::AllReduce, {y}, {y}, -1, ReduceOp::Sum);
+  from_last.wait();
+  sum_x.wait();
+  std::vector<double> want_x(5, 0.0);
+  for (int r = 0; r < n; ++r) {
+    auto v = row(r, 5);
+    for (size_t i = 0; i < v.size(); ++i) want_x[i] += v[i];
+  }
+  check_values(x, want_x, "async all_reduce posted before a blocking one");
+  std::vector<double> want_y = row(n - 1, 4);
+  for (double& v : want_y) v *= n;
+  check_values(y, want_y, "blocking all_reduce after an async broadcast of its tensor");
+
+  // A blocking op, then an async op on its tensor: the async one sees the blocking one's result.
+  Tensor z = row_tensor(DType::Int64, c.rank(), 3);
+  c.run(true, OpKind::AllReduce, {z}, {z}, -1, ReduceOp::Max);
+  Work sum_z = c.submit(OpKind::AllReduce, {z}, {z});
+  c.run(true, OpKind::Barrier, {}, {});
+  sum_z.wait();
+  std::vector<double> want_z;
+  for (int64_t i = 0; i < 3; ++i) {
+    want_z.push_back(n * expected_reduction(DType::Int64, ReduceOp::Max, iota_ranks(n),
+                                            [&](int r) { return small_value(r, i); }));
+  }
+  check_values(z, want_z, "async all_reduce after a blocking one on the same tensor");
+}
+
 // new_group's agreement and two sub-groups: {0, n-1} and everyone but rank 0.
 void subgroup_cases(Client& world) {
   const int n = world.size();
@@ -435,12 +488,16 @@ void unsupported_and_mismatch_cases(Client& c) {
 
 void collective_body(Backend& backend, int rank, int size) {
   Client c(backend, rank, size);
+  // Rank 0 runs the table through the blocking form (on the calling thread when the queue is
+  // idle), the others through the queue's thread: both paths, and a world that mixes them.
+  c.blocking = rank == 0;
   c.run(OpKind::Barrier, {}, {});
   all_reduce_cases(c);
   rooted_cases(c);
   gather_all_cases(c);
   point_to_point_cases(c);
   progress_cases(c);
+  interleave_cases(c);
   subgroup_cases(c);
   unsupported_and_mismatch_cases(c);
   c.run(OpKind::Barrier, {}, {});
@@ -666,6 +723,31 @@ TEST_F(GlooBackend, CollectiveTimesOut) {
       Work w = c.submit(OpKind::AllReduce, {t}, {t});
       std::string message = expect_error<Timeout>([&] { w.wait(200ms); }, "all_reduce");
       check(has(message, "did not complete within 200 ms"), message);
+    } else {
+      Work w = c.submit(OpKind::Recv, {}, {t}, 0, ReduceOp::Sum, 6);
+      expect_error<RankFailure>([&] { w.wait(); }, "peer's recv");
+    }
+  }));
+}
+
+// The same through the blocking form, which runs on the calling thread when the queue is idle:
+// the op's own deadline applies, and the error is the same.
+TEST_F(GlooBackend, BlockingCollectiveTimesOut) {
+  Rendezvous rendezvous(Rendezvous::Kind::File, 2);
+  expect_all_ok(fork_ranks(2, [&](int rank) {
+    auto world =
+        backends::create_world("gloo", setup_for(rank, 2, rendezvous.store(rank, kTimeout)));
+    Client c(*world, rank, 2);
+    c.run(true, OpKind::Barrier, {}, {});
+    Tensor t = Tensor::zeros({4}, DType::Int32);
+    if (rank == 0) {
+      c.set_timeout(200ms);
+      std::string message = expect_error<Timeout>([&] { c.run(true, OpKind::AllReduce, {t}, {t}); },
+                                                  "blocking all_reduce");
+      check(has(message, "did not complete within 200 ms"), message);
+      std::string later =
+          expect_error<Error>([&] { c.run(true, OpKind::Barrier, {}, {}); }, "later op");
+      check(has(later, "failed earlier"), later);
     } else {
       Work w = c.submit(OpKind::Recv, {}, {t}, 0, ReduceOp::Sum, 6);
       expect_error<RankFailure>([&] { w.wait(); }, "peer's recv");

@@ -282,6 +282,52 @@ TEST(CollectivesAsync, AsyncFormsCompleteOnWait) {
   });
 }
 
+// The blocking forms among async ones, on every backend: a blocking collective called while
+// async ones are in flight, and async ones started after it, all complete with the right
+// results (gloo runs a blocking op on the calling thread only when nothing is queued before it).
+class BlockingAmongAsync : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BlockingAmongAsync, EveryResultIsRight) {
+  run_on(GetParam(), 3, [] {
+    const int rank = get_rank();
+    const int n = get_world_size();
+    Tensor a = make_tensor(DType::Float32, 5, [&](int64_t i) { return small_value(rank, i); });
+    Tensor b = make_tensor(DType::Int32, 4, [&](int64_t i) { return small_value(rank, i); });
+    Tensor c = make_tensor(DType::Int64, 3, [&](int64_t i) { return small_value(rank, i); });
+    Work wa = all_reduce_async(a);
+    Work wb = broadcast_async(b, n - 1);
+    all_reduce(c, ReduceOp::Max);  // blocking, with two async ops in flight
+    std::vector<Tensor> gathered = all_gather(Tensor::of<int32_t>({rank}));
+    Tensor d = Tensor::of<float>({static_cast<float>(rank + 1)});
+    Work wd = all_reduce_async(d);  // async after blocking ones
+    barrier();
+    wb.wait();
+    wa.wait();
+    wd.wait();
+    for (int64_t i = 0; i < 5; ++i) {
+      double want = expected_reduction(DType::Float32, ReduceOp::Sum, iota_ranks(n),
+                                       [&](int r) { return small_value(r, i); });
+      EXPECT_EQ(a.to_vector<float>()[static_cast<size_t>(i)], static_cast<float>(want));
+    }
+    for (int64_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(b.to_vector<int32_t>()[static_cast<size_t>(i)], small_value(n - 1, i));
+    }
+    for (int64_t i = 0; i < 3; ++i) {
+      double want = expected_reduction(DType::Int64, ReduceOp::Max, iota_ranks(n),
+                                       [&](int r) { return small_value(r, i); });
+      EXPECT_EQ(c.to_vector<int64_t>()[static_cast<size_t>(i)], static_cast<int64_t>(want));
+    }
+    ASSERT_EQ(gathered.size(), static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(gathered[static_cast<size_t>(r)].to_vector<int32_t>(), std::vector<int32_t>{r});
+    }
+    EXPECT_EQ(d.to_vector<float>(), std::vector<float>{static_cast<float>(n * (n + 1) / 2)});
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BlockingAmongAsync, ::testing::ValuesIn(test_backends()),
+                         [](const auto& param_info) { return param_info.param; });
+
 TEST(CollectivesAsync, MeanKeepsIntegerDtypeAndTruncates) {
   // MMEngine: int64 mean of [1,2] and [3,4] over 2 ranks is [2,3]; negatives truncate toward 0.
   run_ranks(2, [] {

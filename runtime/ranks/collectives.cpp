@@ -32,6 +32,15 @@ OpRequest request(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> o
   return r;
 }
 
+// Whether the caller waits for the op at once: the blocking API does, *_async does not. The two
+// share one body per op, which passes this on to the backend (OpRequest::blocking).
+enum class Waits { Later, AtOnce };
+
+Work submit(GroupImpl& group, OpRequest&& r, const where_t& where, Waits waits) {
+  r.blocking = waits == Waits::AtOnce;
+  return detail::dispatch(group, std::move(r), where);
+}
+
 // Fills an empty output list with tensors like `like`, or checks the one the caller gave.
 void prepare_outputs(const Prepared& p, std::vector<Tensor>& out, const Tensor& like,
                      std::string_view what) {
@@ -46,34 +55,47 @@ void prepare_outputs(const Prepared& p, std::vector<Tensor>& out, const Tensor& 
 
 }  // namespace
 
-Work barrier_async(const Group& group, where_t where) {
+namespace {
+Work barrier_op(const Group& group, where_t where, Waits waits) {
   auto p = prepare(OpKind::Barrier, group, where);
   if (!p.group) return Work{};
-  return detail::dispatch(*p.group, request(OpKind::Barrier, {}, {}), where);
+  return submit(*p.group, request(OpKind::Barrier, {}, {}), where, waits);
+}
+}  // namespace
+
+Work barrier_async(const Group& group, where_t where) {
+  return barrier_op(group, where, Waits::Later);
 }
 
-void barrier(const Group& group, where_t where) { barrier_async(group, where).wait(); }
+void barrier(const Group& group, where_t where) { barrier_op(group, where, Waits::AtOnce).wait(); }
 
-Work all_reduce_async(Tensor& tensor, ReduceOp op, const Group& group, where_t where) {
+namespace {
+Work all_reduce_op(Tensor& tensor, ReduceOp op, const Group& group, where_t where, Waits waits) {
   auto p = prepare(OpKind::AllReduce, group, where);
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
   auto r = request(OpKind::AllReduce, {tensor}, {tensor});
   r.reduce_op = op;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work all_reduce_async(Tensor& tensor, ReduceOp op, const Group& group, where_t where) {
+  return all_reduce_op(tensor, op, group, where, Waits::Later);
 }
 
 void all_reduce(Tensor& tensor, ReduceOp op, const Group& group, where_t where) {
-  all_reduce_async(tensor, op, group, where).wait();
+  all_reduce_op(tensor, op, group, where, Waits::AtOnce).wait();
 }
 
 void all_reduce(Tensor& tensor, std::string_view op, const Group& group, where_t where) {
-  all_reduce_async(tensor, parse_reduce_op(op), group, where).wait();
+  all_reduce_op(tensor, parse_reduce_op(op), group, where, Waits::AtOnce).wait();
 }
 
-Work all_gather_async(std::vector<Tensor>& out, const Tensor& in, const Group& group,
-                      where_t where) {
+namespace {
+Work all_gather_op(std::vector<Tensor>& out, const Tensor& in, const Group& group, where_t where,
+                   Waits waits) {
   auto p = prepare(OpKind::AllGather, group, where);
   detail::check_tensor(p.call, in, "the input");
   if (p.size() == 1 && out.empty()) {
@@ -85,17 +107,24 @@ Work all_gather_async(std::vector<Tensor>& out, const Tensor& in, const Group& g
     out[0].copy_(in);
     return Work{};
   }
-  return detail::dispatch(*p.group, request(OpKind::AllGather, {in}, out), where);
+  return submit(*p.group, request(OpKind::AllGather, {in}, out), where, waits);
+}
+}  // namespace
+
+Work all_gather_async(std::vector<Tensor>& out, const Tensor& in, const Group& group,
+                      where_t where) {
+  return all_gather_op(out, in, group, where, Waits::Later);
 }
 
 std::vector<Tensor> all_gather(const Tensor& in, const Group& group, where_t where) {
   std::vector<Tensor> out;
-  all_gather_async(out, in, group, where).wait();
+  all_gather_op(out, in, group, where, Waits::AtOnce).wait();
   return out;
 }
 
-Work gather_async(std::vector<Tensor>& out, const Tensor& in, int dst, const Group& group,
-                  where_t where) {
+namespace {
+Work gather_op(std::vector<Tensor>& out, const Tensor& in, int dst, const Group& group,
+               where_t where, Waits waits) {
   auto p = prepare(OpKind::Gather, group, where);
   detail::check_tensor(p.call, in, "the input");
   detail::check_root(p.call, dst, "dst");
@@ -116,30 +145,44 @@ Work gather_async(std::vector<Tensor>& out, const Tensor& in, int dst, const Gro
   }
   auto r = request(OpKind::Gather, {in}, out);
   r.root = dst;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work gather_async(std::vector<Tensor>& out, const Tensor& in, int dst, const Group& group,
+                  where_t where) {
+  return gather_op(out, in, dst, group, where, Waits::Later);
 }
 
 std::vector<Tensor> gather(const Tensor& in, int dst, const Group& group, where_t where) {
   std::vector<Tensor> out;
-  gather_async(out, in, dst, group, where).wait();
+  gather_op(out, in, dst, group, where, Waits::AtOnce).wait();
   return out;
 }
 
-Work broadcast_async(Tensor& tensor, int src, const Group& group, where_t where) {
+namespace {
+Work broadcast_op(Tensor& tensor, int src, const Group& group, where_t where, Waits waits) {
   auto p = prepare(OpKind::Broadcast, group, where);
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_root(p.call, src, "src");
   if (p.size() == 1) return Work{};
   auto r = request(OpKind::Broadcast, {tensor}, {tensor});
   r.root = src;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work broadcast_async(Tensor& tensor, int src, const Group& group, where_t where) {
+  return broadcast_op(tensor, src, group, where, Waits::Later);
 }
 
 void broadcast(Tensor& tensor, int src, const Group& group, where_t where) {
-  broadcast_async(tensor, src, group, where).wait();
+  broadcast_op(tensor, src, group, where, Waits::AtOnce).wait();
 }
 
-Work reduce_async(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t where) {
+namespace {
+Work reduce_op(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t where,
+               Waits waits) {
   auto p = prepare(OpKind::Reduce, group, where);
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_root(p.call, dst, "dst");
@@ -148,15 +191,21 @@ Work reduce_async(Tensor& tensor, int dst, ReduceOp op, const Group& group, wher
   auto r = request(OpKind::Reduce, {tensor}, {tensor});
   r.root = dst;
   r.reduce_op = op;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work reduce_async(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t where) {
+  return reduce_op(tensor, dst, op, group, where, Waits::Later);
 }
 
 void reduce(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t where) {
-  reduce_async(tensor, dst, op, group, where).wait();
+  reduce_op(tensor, dst, op, group, where, Waits::AtOnce).wait();
 }
 
-Work scatter_async(Tensor& out, const std::vector<Tensor>& in, int src, const Group& group,
-                   where_t where) {
+namespace {
+Work scatter_op(Tensor& out, const std::vector<Tensor>& in, int src, const Group& group,
+                where_t where, Waits waits) {
   auto p = prepare(OpKind::Scatter, group, where);
   detail::check_tensor(p.call, out, "the output");
   detail::check_root(p.call, src, "src");
@@ -173,16 +222,23 @@ Work scatter_async(Tensor& out, const std::vector<Tensor>& in, int src, const Gr
   }
   auto r = request(OpKind::Scatter, in, {out});
   r.root = src;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work scatter_async(Tensor& out, const std::vector<Tensor>& in, int src, const Group& group,
+                   where_t where) {
+  return scatter_op(out, in, src, group, where, Waits::Later);
 }
 
 void scatter(Tensor& out, const std::vector<Tensor>& in, int src, const Group& group,
              where_t where) {
-  scatter_async(out, in, src, group, where).wait();
+  scatter_op(out, in, src, group, where, Waits::AtOnce).wait();
 }
 
-Work reduce_scatter_async(Tensor& out, const std::vector<Tensor>& in, ReduceOp op,
-                          const Group& group, where_t where) {
+namespace {
+Work reduce_scatter_op(Tensor& out, const std::vector<Tensor>& in, ReduceOp op, const Group& group,
+                       where_t where, Waits waits) {
   auto p = prepare(OpKind::ReduceScatter, group, where);
   detail::check_tensor(p.call, out, "the output");
   detail::check_list(p.call, in, out, "the input list");
@@ -193,16 +249,23 @@ Work reduce_scatter_async(Tensor& out, const std::vector<Tensor>& in, ReduceOp o
   }
   auto r = request(OpKind::ReduceScatter, in, {out});
   r.reduce_op = op;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work reduce_scatter_async(Tensor& out, const std::vector<Tensor>& in, ReduceOp op,
+                          const Group& group, where_t where) {
+  return reduce_scatter_op(out, in, op, group, where, Waits::Later);
 }
 
 void reduce_scatter(Tensor& out, const std::vector<Tensor>& in, ReduceOp op, const Group& group,
                     where_t where) {
-  reduce_scatter_async(out, in, op, group, where).wait();
+  reduce_scatter_op(out, in, op, group, where, Waits::AtOnce).wait();
 }
 
-Work all_to_all_async(std::vector<Tensor>& out, const std::vector<Tensor>& in, const Group& group,
-                      where_t where) {
+namespace {
+Work all_to_all_op(std::vector<Tensor>& out, const std::vector<Tensor>& in, const Group& group,
+                   where_t where, Waits waits) {
   auto p = prepare(OpKind::AllToAll, group, where);
   if (static_cast<int>(in.size()) != p.size()) {
     detail::fail(p.call, fmt::format("the input list has {} tensors; it needs one per group rank "
@@ -234,12 +297,18 @@ Work all_to_all_async(std::vector<Tensor>& out, const std::vector<Tensor>& in, c
     out[0].copy_(in[0]);
     return Work{};
   }
-  return detail::dispatch(*p.group, request(OpKind::AllToAll, in, out), where);
+  return submit(*p.group, request(OpKind::AllToAll, in, out), where, waits);
+}
+}  // namespace
+
+Work all_to_all_async(std::vector<Tensor>& out, const std::vector<Tensor>& in, const Group& group,
+                      where_t where) {
+  return all_to_all_op(out, in, group, where, Waits::Later);
 }
 
 void all_to_all(std::vector<Tensor>& out, const std::vector<Tensor>& in, const Group& group,
                 where_t where) {
-  all_to_all_async(out, in, group, where).wait();
+  all_to_all_op(out, in, group, where, Waits::AtOnce).wait();
 }
 
 namespace {
@@ -254,30 +323,40 @@ Prepared prepare_p2p(OpKind op, const Tensor& tensor, int peer, int tag, const G
   detail::check_tag(p.call, tag);
   return p;
 }
-}  // namespace
 
-Work isend(const Tensor& tensor, int dst, const Group& group, int tag, where_t where) {
+Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const where_t& where,
+             Waits waits) {
   auto p = prepare_p2p(OpKind::Send, tensor, dst, tag, group, where);
   auto r = request(OpKind::Send, {tensor}, {});
   r.root = dst;
   r.tag = tag;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
 }
 
-Work irecv(Tensor& tensor, int src, const Group& group, int tag, where_t where) {
+Work recv_op(Tensor& tensor, int src, const Group& group, int tag, const where_t& where,
+             Waits waits) {
   auto p = prepare_p2p(OpKind::Recv, tensor, src, tag, group, where);
   auto r = request(OpKind::Recv, {}, {tensor});
   r.root = src;
   r.tag = tag;
-  return detail::dispatch(*p.group, std::move(r), where);
+  return submit(*p.group, std::move(r), where, waits);
+}
+}  // namespace
+
+Work isend(const Tensor& tensor, int dst, const Group& group, int tag, where_t where) {
+  return send_op(tensor, dst, group, tag, where, Waits::Later);
+}
+
+Work irecv(Tensor& tensor, int src, const Group& group, int tag, where_t where) {
+  return recv_op(tensor, src, group, tag, where, Waits::Later);
 }
 
 void send(const Tensor& tensor, int dst, const Group& group, int tag, where_t where) {
-  isend(tensor, dst, group, tag, where).wait();
+  send_op(tensor, dst, group, tag, where, Waits::AtOnce).wait();
 }
 
 int recv(Tensor& tensor, int src, const Group& group, int tag, where_t where) {
-  Work work = irecv(tensor, src, group, tag, where);
+  Work work = recv_op(tensor, src, group, tag, where, Waits::AtOnce);
   work.wait();
   return work.source_rank();
 }

@@ -101,6 +101,7 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
   OpRequest agree;
   agree.kind = OpKind::NewGroup;
   agree.extra = fnv1a(name);
+  agree.blocking = true;
   detail::dispatch(*context.world, std::move(agree), where).wait();
 
   auto impl = std::make_shared<detail::GroupImpl>();

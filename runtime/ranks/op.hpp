@@ -51,6 +51,10 @@ struct OpRequest {
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
   uint64_t extra = 0;  // op-specific fingerprint data (new_group: hash of the member list)
+  // The caller waits for the op at once (the blocking API, not *_async): a backend may run it on
+  // the calling thread and return a completed Work, sparing the handoff to a progress thread.
+  // Backends that ignore it stay correct.
+  bool blocking = false;
 
   // Filled in by dispatch.
   uint64_t seq = 0;  // per group: collectives and point-to-point ops count separately

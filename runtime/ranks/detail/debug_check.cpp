@@ -36,6 +36,7 @@ void verify_same_call(GroupImpl& group, const OpRequest& request) {
   exchange.seq = group.next_collective_seq++;
   exchange.timeout = group.timeout;
   exchange.where = request.where;
+  exchange.blocking = true;  // waited for just below
   std::vector<Tensor> records = exchange.outputs;
   group.backend->submit(std::move(exchange)).wait();
 

@@ -263,9 +263,16 @@ class GlooBackend final : public Backend {
         return Work(state);
       }
       default: {
+        const bool blocking = request.blocking;
         auto work = std::make_shared<CollectiveWork>(comm_, queue_, std::move(request));
         comm_->add_in_flight();
-        queue_->post(work);
+        // The caller waits at once: running it here spares waking the queue's thread and then
+        // being woken by it, which costs more than a small collective itself.
+        if (blocking && queue_->run_now(*work)) {
+          work->complete();
+        } else {
+          queue_->post(work);
+        }
         return Work(work);
       }
     }

@@ -10,38 +10,15 @@
 
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
+#include "ranks/detail/error_kind.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::gloo::detail {
 
+using ranks::detail::same_kind;
+using ranks::detail::what_of;
+
 namespace {
-
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an unknown exception";
-  }
-}
-
-// A new error of the same ranks kind as `like`, with message.
-std::exception_ptr same_kind(const std::exception_ptr& like, const std::string& message) {
-  try {
-    std::rethrow_exception(like);
-  } catch (const Timeout&) {
-    return std::make_exception_ptr(Timeout(message));
-  } catch (const RankFailure&) {
-    return std::make_exception_ptr(RankFailure(message));
-  } catch (const Mismatch&) {
-    return std::make_exception_ptr(Mismatch(message));
-  } catch (const InvalidArgument&) {
-    return std::make_exception_ptr(InvalidArgument(message));
-  } catch (...) {
-    return std::make_exception_ptr(BackendError(message));
-  }
-}
 
 // gloo reports every timeout as an IoException; only the text tells them from broken
 // connections ("Timed out waiting 100ms for recv operation to complete", "Read timeout [addr]",
@@ -243,6 +220,18 @@ void RunQueue::post(std::shared_ptr<CollectiveWork> work) {
   wake_.notify_all();
 }
 
+bool RunQueue::run_now(CollectiveWork& work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Ops posted earlier run first (every rank must run a group's collectives in one order).
+    if (running_ || !queue_.empty() || stopping_) return false;
+    running_ = true;  // the thread starts nothing until release()
+  }
+  work.run();
+  release();
+  return true;
+}
+
 void RunQueue::release() {
   bool more = false;
   {
@@ -307,6 +296,11 @@ void CollectiveWork::run(std::chrono::milliseconds timeout) {
     finished_ = true;
     result_ = result;
   });
+}
+
+void CollectiveWork::complete() {
+  error = comm_->locked([this] { return result_; });
+  done = true;
 }
 
 void CollectiveWork::block() { wait(comm_->timeout_of(request_)); }

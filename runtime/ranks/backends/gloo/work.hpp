@@ -145,7 +145,8 @@ class CollectiveWork;
 // A communicator's collectives, run one at a time in the order posted. Its own thread runs them,
 // so submit() returns at once and an op nobody waits for still progresses; but a caller that
 // waits for the next op before that thread has taken it runs it itself, which saves the blocking
-// form (submit, then wait at once) two thread switches.
+// form (submit, then wait at once) two thread switches. The blocking API goes further (run_now):
+// when the queue is idle it runs the op inside submit(), so the thread is not woken at all.
 // Shared by the backend and its works, so a Work waited on after its group was destroyed finds a
 // stopped, empty queue rather than a dangling one.
 class RunQueue {
@@ -156,6 +157,9 @@ class RunQueue {
   RunQueue& operator=(const RunQueue&) = delete;
 
   void post(std::shared_ptr<CollectiveWork> work);
+  // On the submitting thread: when nothing is queued or running, runs work here (with the op's
+  // own timeout) and returns true; otherwise returns false and work is to be posted.
+  bool run_now(CollectiveWork& work);
   // On a waiting thread: when no collective is running and target is the next one, runs it here
   // with gloo timeout `timeout` and returns true.
   bool run_here(const CollectiveWork* target, std::chrono::milliseconds timeout);
@@ -183,6 +187,9 @@ class CollectiveWork final : public ranks::detail::WorkState {
   void block_for(std::chrono::milliseconds timeout) override;
   // Runs the op with gloo timeout `timeout` (the op's own when zero), on whichever thread got it.
   void run(std::chrono::milliseconds timeout = {});
+  // After run() on the thread that will wait: completes the Work with run's result, so wait()
+  // neither blocks nor takes a lock.
+  void complete();
 
  private:
   void wait(std::chrono::milliseconds timeout);
