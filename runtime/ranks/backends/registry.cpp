@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <numeric>
+
 #include "ranks/config.hpp"
 #include "ranks/errors.hpp"
 #if RANKS_HAS_GLOO
@@ -53,6 +55,22 @@ std::unique_ptr<Backend> create_world(std::string_view name,
                   : name == "mpi" ? "MPI"
                                   : "NCCL",
                   name));
+}
+
+GroupSpec world_spec(std::string_view backend, const WorldSetup& setup,
+                     std::string_view store_use) {
+  if (setup.store == nullptr) {
+    throw InvalidArgument(fmt::format(
+        "{} backend: the world needs a store {} (TCPStore, FileStore, ...); none was given",
+        backend, store_use));
+  }
+  if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size) {
+    throw InvalidArgument(fmt::format("{} backend: rank {} is out of range for world size {}",
+                                      backend, setup.rank, setup.world_size));
+  }
+  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(setup.world_size));
+  std::iota(members->begin(), members->end(), 0);
+  return GroupSpec{"world", std::move(members), setup.rank};
 }
 
 }  // namespace ranks::backends

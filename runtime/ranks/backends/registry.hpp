@@ -22,6 +22,11 @@ struct WorldSetup {
   std::chrono::milliseconds timeout{0};
 };
 
+// The world group of a backend made from setup, after the checks every backend makes: a store
+// for `store_use` (what the backend needs it for) and a rank inside the world size.
+// InvalidArgument naming `backend` otherwise.
+GroupSpec world_spec(std::string_view backend, const WorldSetup& setup, std::string_view store_use);
+
 // The backends compiled into this library ("gloo", "mpi", "nccl"), in that order.
 std::vector<std::string> built();
 bool is_built(std::string_view name);

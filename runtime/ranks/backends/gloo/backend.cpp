@@ -296,19 +296,8 @@ class GlooBackend final : public Backend {
 }  // namespace detail
 
 std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
-  if (setup.store == nullptr) {
-    throw InvalidArgument(
-        "gloo backend: the world needs a store for rendezvous (TCPStore, FileStore, ...); none "
-        "was given");
-  }
-  if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size) {
-    throw InvalidArgument(fmt::format("gloo backend: rank {} is out of range for world size {}",
-                                      setup.rank, setup.world_size));
-  }
+  GroupSpec spec = world_spec("gloo", setup, "for rendezvous");
   const auto timeout = setup.timeout.count() > 0 ? setup.timeout : detail::kDefaultTimeout;
-  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(setup.world_size));
-  std::iota(members->begin(), members->end(), 0);
-  GroupSpec spec{"world", std::move(members), setup.rank};
   detail::ignore_sigpipe();
   auto device = detail::open_device();
   auto comm = detail::connect(spec, setup.store, device, timeout);

@@ -155,15 +155,7 @@ class NcclBackend final : public Backend {
 }  // namespace detail
 
 std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
-  if (setup.store == nullptr) {
-    throw InvalidArgument(
-        "nccl backend: the world needs a store to exchange NCCL's unique id (TCPStore, "
-        "FileStore, ...); none was given");
-  }
-  if (setup.world_size < 1 || setup.rank < 0 || setup.rank >= setup.world_size) {
-    throw InvalidArgument(fmt::format("nccl backend: rank {} is out of range for world size {}",
-                                      setup.rank, setup.world_size));
-  }
+  GroupSpec spec = world_spec("nccl", setup, "to exchange NCCL's unique id");
   const std::string who = fmt::format("nccl backend: rank {} of {} (local rank {})", setup.rank,
                                       setup.world_size, setup.local_rank);
   if (ranks::detail::cuda_is_host_memory()) {
@@ -186,9 +178,6 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   // cudaMalloc go to the rank's GPU, as torch.cuda.set_device(LOCAL_RANK) would do.
   detail::check_cuda(cudaSetDevice(device), "cudaSetDevice", who);
   const auto timeout = setup.timeout.count() > 0 ? setup.timeout : detail::kDefaultTimeout;
-  auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(setup.world_size));
-  std::iota(members->begin(), members->end(), 0);
-  GroupSpec spec{"world", std::move(members), setup.rank};
   ncclComm_t comm = detail::init_world(setup.store, spec, device, timeout);
   return std::make_unique<detail::NcclBackend>(
       std::make_shared<detail::Communicator>(std::move(spec), device, comm, timeout));
