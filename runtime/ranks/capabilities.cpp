@@ -103,9 +103,21 @@ std::string_view mark(Support s) {
 
 }  // namespace
 
-const OpSupport* BackendCapabilities::find(OpKind op) const {
-  auto it = std::find_if(ops.begin(), ops.end(), [op](const OpSupport& s) { return s.op == op; });
-  return it == ops.end() ? nullptr : &*it;
+BackendCapabilities::BackendCapabilities(std::string_view backend_name,
+                                         std::span<const OpSupport> op_rows,
+                                         std::span<const ReduceOp> reduce_op_list,
+                                         std::string_view table_sources, bool receives_any_source,
+                                         bool tags_select)
+    : backend(backend_name),
+      ops(op_rows),
+      reduce_ops(reduce_op_list),
+      sources(table_sources),
+      recv_any_source(receives_any_source),
+      matches_tags(tags_select) {
+  row_of_.fill(-1);
+  for (size_t row = 0; row < ops.size(); ++row) {
+    row_of_[static_cast<size_t>(ops[row].op)] = static_cast<int8_t>(row);
+  }
 }
 
 std::optional<std::string> BackendCapabilities::why_unsupported(const OpRequest& request) const {

@@ -4,6 +4,8 @@
 // enforce their own, through the same check in dispatch, so a program that passes
 // `ranks sim --backend B` does not hit an unsupported op on real B.
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -33,6 +35,10 @@ struct OpSupport {
 };
 
 struct BackendCapabilities {
+  BackendCapabilities(std::string_view backend, std::span<const OpSupport> ops,
+                      std::span<const ReduceOp> reduce_ops, std::string_view sources,
+                      bool recv_any_source = true, bool matches_tags = true);
+
   std::string_view backend;
   std::span<const OpSupport> ops;
   std::span<const ReduceOp> reduce_ops;  // supported reduce ops (any dtype that has them)
@@ -43,10 +49,17 @@ struct BackendCapabilities {
   // the order they were posted.
   bool matches_tags = true;
 
-  const OpSupport* find(OpKind) const;
+  const OpSupport* find(OpKind op) const {
+    const int8_t row = row_of_[static_cast<size_t>(op)];
+    return row < 0 ? nullptr : &ops[static_cast<size_t>(row)];
+  }
   // Empty when op/device/dtype/reduce op is supported; otherwise why not, with what to do.
   std::optional<std::string> why_unsupported(const OpRequest& request) const;
   std::string to_markdown() const;
+
+ private:
+  // Each op's row in `ops`, or -1: dispatch looks an op up on every call.
+  std::array<int8_t, op_kind_count> row_of_;
 };
 
 // The table of "nccl", "gloo" or "mpi"; InvalidArgument for any other name.

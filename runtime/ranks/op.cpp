@@ -32,17 +32,6 @@ std::string_view op_name(OpKind kind) {
   return "unknown";
 }
 
-bool is_point_to_point(OpKind kind) { return kind == OpKind::Send || kind == OpKind::Recv; }
-
-bool has_root(OpKind kind) {
-  return kind == OpKind::Broadcast || kind == OpKind::Reduce || kind == OpKind::Gather ||
-         kind == OpKind::Scatter;
-}
-
-bool uses_reduce_op(OpKind kind) {
-  return kind == OpKind::AllReduce || kind == OpKind::Reduce || kind == OpKind::ReduceScatter;
-}
-
 const Tensor* OpRequest::described_tensor() const {
   // Scatter's root holds a list; every rank holds the output, so describe by the output.
   if (kind == OpKind::Scatter || kind == OpKind::ReduceScatter || kind == OpKind::Recv) {

@@ -4,6 +4,7 @@
 // and the flight recorder are written once.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <source_location>
 #include <string_view>
@@ -30,9 +31,21 @@ enum class OpKind : uint8_t {
 };
 
 std::string_view op_name(OpKind);  // "all_reduce", "send", ...
-bool is_point_to_point(OpKind);
-bool has_root(OpKind);        // broadcast, reduce, gather, scatter
-bool uses_reduce_op(OpKind);  // all_reduce, reduce, reduce_scatter
+inline constexpr size_t op_kind_count = static_cast<size_t>(OpKind::NewGroup) + 1;
+
+// Inline: every op asks these several times on its way through dispatch and the backend.
+constexpr bool is_point_to_point(OpKind kind) {
+  return kind == OpKind::Send || kind == OpKind::Recv;
+}
+// broadcast, reduce, gather, scatter
+constexpr bool has_root(OpKind kind) {
+  return kind == OpKind::Broadcast || kind == OpKind::Reduce || kind == OpKind::Gather ||
+         kind == OpKind::Scatter;
+}
+// all_reduce, reduce, reduce_scatter
+constexpr bool uses_reduce_op(OpKind kind) {
+  return kind == OpKind::AllReduce || kind == OpKind::Reduce || kind == OpKind::ReduceScatter;
+}
 
 // Tensor conventions (every backend follows them):
 //   barrier, new_group   no tensors

@@ -349,7 +349,8 @@ SimComm::SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGro
 
 Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
-  auto work = std::make_shared<SimWork>(engine_, owner, *group_, request, rank_);
+  auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
+                                            owner, *group_, request, rank_);
   owner.block = work->info;
   owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, work->info);

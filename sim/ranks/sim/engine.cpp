@@ -67,7 +67,7 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
   }
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() { work_pool_->orphan(); }
 
 void Engine::switching_to(boost::fibers::context* fiber, SimRank* rank) {
   running_fiber_ = fiber;
@@ -111,6 +111,7 @@ Report Engine::run(const std::function<void()>& body) {
 
   auto previous_slot = ranks::detail::set_context_slot(&running_context_);
   boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed);
+  main_fiber_ = boost::fibers::context::active();
   {
     std::vector<boost::fibers::fiber> fibers;
     fibers.reserve(static_cast<size_t>(world_size));
@@ -143,6 +144,7 @@ Report Engine::run(const std::function<void()>& body) {
   ranks::detail::set_context_slot(previous_slot);
   running_context_ = nullptr;
   running_ = nullptr;
+  main_fiber_ = nullptr;
 
   Report report = make_report();
   for (auto& rank : ranks_) rank->context.reset();  // drops the communicators before the groups
@@ -177,7 +179,7 @@ void Engine::wake(SimRank& rank) {
   rank.state = RankState::Runnable;
   rank.deadline = never;
   rank.waiting_on = nullptr;
-  boost::fibers::context::active()->schedule(fiber);
+  main_fiber_->schedule(fiber);
 }
 
 void Engine::wait(SimRank& rank, SimWork& work) {

@@ -17,6 +17,7 @@
 #include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
 #include "ranks/sim/trace.hpp"
+#include "ranks/sim/work_pool.hpp"
 
 namespace boost::fibers {
 class context;
@@ -89,6 +90,7 @@ class Engine final : public Clock {
   // The scheduler tells the engine which fiber it resumes next (rank null: not a rank's fiber).
   void switching_to(boost::fibers::context* fiber, SimRank* rank);
   ranks::detail::Rng& schedule_rng() { return rng_; }
+  WorkPool* work_pool() { return work_pool_; }
   Trace* trace() { return trace_.get(); }
 
   // Blocks the running rank until work is done, its deadline passes or the run is stuck.
@@ -146,6 +148,9 @@ class Engine final : public Clock {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<std::unique_ptr<SimRank>> ranks_;
   boost::fibers::context* running_fiber_ = nullptr;
+  // The thread's main fiber while run() runs: wake() schedules through it rather than asking
+  // Boost for the active fiber, a thread-local lookup on every wake.
+  boost::fibers::context* main_fiber_ = nullptr;
   SimRank* running_ = nullptr;
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
@@ -156,6 +161,7 @@ class Engine final : public Clock {
   std::vector<int> cycle_;       // found when the run got stuck
   ranks::detail::Rng rng_;
   std::unique_ptr<Trace> trace_;
+  WorkPool* work_pool_ = WorkPool::create();  // orphaned, not deleted: see work_pool.hpp
 };
 
 }  // namespace ranks::sim::detail

@@ -26,15 +26,22 @@ class Scheduler final : public boost::fibers::algo::algorithm_with_properties<Ra
  public:
   Scheduler(Engine& engine, uint64_t seed) : engine_(engine), rng_(seed), seeded_(seed != 0) {}
 
-  void awakened(boost::fibers::context* ctx, RankProps&) noexcept override;
+  void awakened(boost::fibers::context* ctx, RankProps& props) noexcept override;
   boost::fibers::context* pick_next() noexcept override;
   bool has_ready_fibers() const noexcept override { return !ready_.empty(); }
   void suspend_until(std::chrono::steady_clock::time_point const&) noexcept override;
   void notify() noexcept override {}
 
  private:
+  struct Ready {
+    boost::fibers::context* fiber;
+    SimRank* rank;  // null: not a rank's fiber (the main fiber, Boost's dispatcher)
+  };
+  // Starts loading what the rank `ahead` places down the queue will touch when it runs.
+  void prefetch_ahead() const noexcept;
+
   Engine& engine_;
-  std::deque<boost::fibers::context*> ready_;
+  std::deque<Ready> ready_;
   ranks::detail::Rng rng_;
   bool seeded_;
 };
