@@ -73,17 +73,18 @@ BlockInfo describe_block(const OpRequest& request, const SimGroup& group) {
 }
 }  // namespace
 
-SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, const OpRequest& request, int rank_in_group)
+SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int rank_in_group)
     : engine(e),
       owner(o),
       group(g),
-      info(describe_block(request, g)),
-      op(request.kind),
+      info(describe_block(op_request, g)),
+      op(op_request.kind),
       group_rank(rank_in_group),
-      peer(is_point_to_point(request.kind) ? request.root : -1),
-      tag(request.tag),
+      peer(is_point_to_point(op_request.kind) ? op_request.root : -1),
+      tag(op_request.tag),
       started(e.now()),
-      timeout(request.timeout) {}
+      timeout(op_request.timeout),
+      request(std::move(op_request)) {}
 
 SimGroup::SimGroup(Engine& engine, GroupSpec spec)
     : engine_(engine),
@@ -91,7 +92,8 @@ SimGroup::SimGroup(Engine& engine, GroupSpec spec)
       matches_tags_(capabilities(engine.options().backend).matches_tags),
       mailboxes_(spec_.global_ranks().size()) {}
 
-void SimGroup::arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
+void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
+  const OpRequest& request = work->request;
   const uint64_t seq = request.seq;
   Pending& pending = pending_at(seq);
   if (pending.failed) {
@@ -103,14 +105,14 @@ void SimGroup::arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   if (pending.first >= 0) {
     const Arrival& first = pending.arrivals[static_cast<size_t>(pending.first)];
     std::vector<std::string> diffs;
-    if (!agree(first.request, request)) diffs = differences(first.request, request);
+    const OpRequest& reference = first.work->request;
+    if (!agree(reference, request)) diffs = differences(reference, request);
     if (!diffs.empty()) {
       auto error = std::make_exception_ptr(Mismatch(fmt::format(
           "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
           "called {} at {}; they differ in {}",
-          name(), seq, global_rank(pending.first), describe(first.request),
-          where_str(first.request.where), global_rank(me), describe(request),
-          where_str(request.where), fmt::join(diffs, ", "))));
+          name(), seq, global_rank(pending.first), describe(reference), where_str(reference.where),
+          global_rank(me), describe(request), where_str(request.where), fmt::join(diffs, ", "))));
       pending.failed = error;
       for (Arrival& arrival : pending.arrivals) {
         if (arrival.work) engine_.complete(*arrival.work, error);
@@ -122,14 +124,14 @@ void SimGroup::arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   } else {
     pending.first = me;
   }
-  pending.arrivals[static_cast<size_t>(me)] = Arrival{std::move(request), std::move(work)};
+  pending.arrivals[static_cast<size_t>(me)] = Arrival{std::move(work)};
   if (++pending.arrived == size()) finish(seq, pending);
 }
 
 void SimGroup::finish(uint64_t seq, Pending& pending) {
   std::vector<const OpRequest*>& requests = request_scratch_;
   requests.clear();
-  for (const Arrival& arrival : pending.arrivals) requests.push_back(&arrival.request);
+  for (const Arrival& arrival : pending.arrivals) requests.push_back(&arrival.work->request);
   const OpRequest& first = *requests.front();
   std::exception_ptr error;
   try {
@@ -174,23 +176,25 @@ std::vector<SimGroup::Arrival> SimGroup::take_arrival_slots() {
   return slots;
 }
 
-void SimGroup::post_send(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
+void SimGroup::post_send(std::shared_ptr<SimWork>&& work) {
+  const OpRequest& request = work->request;
   const int src = work->group_rank;
   Mailbox& box = mailboxes_[static_cast<size_t>(request.root)];
   for (auto it = box.recvs.begin(); it != box.recvs.end(); ++it) {
-    if ((it->request.root == src || it->request.root == any_source) &&
-        tag_matches(request, it->request)) {
+    const OpRequest& posted = it->work->request;
+    if ((posted.root == src || posted.root == any_source) && tag_matches(request, posted)) {
       Message recv = std::move(*it);
       box.recvs.erase(it);
-      Message send{std::move(request), std::move(work)};
+      Message send{std::move(work)};
       match(send, recv);
       return;
     }
   }
-  box.sends.push_back(Message{std::move(request), std::move(work)});
+  box.sends.push_back(Message{std::move(work)});
 }
 
-void SimGroup::post_recv(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
+void SimGroup::post_recv(std::shared_ptr<SimWork>&& work) {
+  const OpRequest& request = work->request;
   Mailbox& box = mailboxes_[static_cast<size_t>(work->group_rank)];
   // Messages from one source match in the order they were sent (MPI's non-overtaking rule);
   // among sources, FIFO takes the earliest send and a seeded run any source's first eligible one.
@@ -198,7 +202,7 @@ void SimGroup::post_recv(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
   std::vector<bool> seen_source(static_cast<size_t>(size()), false);
   for (auto it = box.sends.begin(); it != box.sends.end(); ++it) {
     int src = it->work->group_rank;
-    if (!tag_matches(it->request, request)) continue;
+    if (!tag_matches(it->work->request, request)) continue;
     if (request.root != any_source && src != request.root) continue;
     if (seen_source[static_cast<size_t>(src)]) continue;
     seen_source[static_cast<size_t>(src)] = true;
@@ -206,18 +210,20 @@ void SimGroup::post_recv(OpRequest&& request, std::shared_ptr<SimWork>&& work) {
     if (request.root != any_source || engine_.options().seed == 0) break;
   }
   if (eligible.empty()) {
-    box.recvs.push_back(Message{std::move(request), std::move(work)});
+    box.recvs.push_back(Message{std::move(work)});
     return;
   }
   auto chosen = eligible.size() == 1 ? eligible.front()
                                      : eligible[engine_.schedule_rng().next() % eligible.size()];
   Message send = std::move(*chosen);
   box.sends.erase(chosen);
-  Message recv{std::move(request), std::move(work)};
+  Message recv{std::move(work)};
   match(send, recv);
 }
 
-void SimGroup::match(Message& send, Message& recv) {
+void SimGroup::match(Message& send_message, Message& recv_message) {
+  SimWork& send = *send_message.work;
+  SimWork& recv = *recv_message.work;
   const Tensor& in = send.request.inputs.front();
   Tensor& out = recv.request.outputs.front();
   std::exception_ptr error;
@@ -228,30 +234,29 @@ void SimGroup::match(Message& send, Message& recv) {
         "mismatched point-to-point on group '{}': {} ignores tags, so rank {}'s send (tag {}) at "
         "{} pairs with rank {}'s next receive from it, which expects tag {} at {}; post sends and "
         "receives between two ranks in the same order",
-        name(), engine_.options().backend, global_rank(send.work->group_rank), send.request.tag,
-        where_str(send.request.where), global_rank(recv.work->group_rank), recv.request.tag,
+        name(), engine_.options().backend, global_rank(send.group_rank), send.request.tag,
+        where_str(send.request.where), global_rank(recv.group_rank), recv.request.tag,
         where_str(recv.request.where))));
   } else if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
         "mismatched point-to-point on group '{}': rank {} sent {} (tag {}) at {} but rank {} "
         "receives into {} at {}",
-        name(), global_rank(send.work->group_rank), in.str(), send.request.tag,
-        where_str(send.request.where), global_rank(recv.work->group_rank), out.str(),
+        name(), global_rank(send.group_rank), in.str(), send.request.tag,
+        where_str(send.request.where), global_rank(recv.group_rank), out.str(),
         where_str(recv.request.where))));
   } else if (engine_.options().move_data && in.nbytes() > 0) {
     out.copy_(in);
   }
-  recv.work->source_rank = send.work->group_rank;
-  const Nanos cost =
-      engine_.priced() && !error
-          ? message_cost(engine_, *this, send.work->group_rank, recv.work->group_rank, in.nbytes())
-          : Nanos{0};
+  recv.source_rank = send.group_rank;
+  const Nanos cost = engine_.priced() && !error ? message_cost(engine_, *this, send.group_rank,
+                                                               recv.group_rank, in.nbytes())
+                                                : Nanos{0};
   if (cost.count() > 0) {
-    engine_.complete_after(cost, {std::move(send.work), std::move(recv.work)});
+    engine_.complete_after(cost, {std::move(send_message.work), std::move(recv_message.work)});
     return;
   }
-  engine_.complete(*send.work, error);
-  engine_.complete(*recv.work, error);
+  engine_.complete(send, error);
+  engine_.complete(recv, error);
 }
 
 void SimGroup::withdraw(const SimWork& work) {
@@ -350,20 +355,20 @@ SimComm::SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGro
 Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
-                                            owner, *group_, request, rank_);
+                                            owner, *group_, std::move(request), rank_);
   owner.block = work->info;
   owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, work->info);
   Work handle(work);
-  switch (request.kind) {
+  switch (work->op) {
     case OpKind::Send:
-      group_->post_send(std::move(request), std::move(work));
+      group_->post_send(std::move(work));
       break;
     case OpKind::Recv:
-      group_->post_recv(std::move(request), std::move(work));
+      group_->post_recv(std::move(work));
       break;
     default:
-      group_->arrive(std::move(request), std::move(work));
+      group_->arrive(std::move(work));
       break;
   }
   return handle;

@@ -17,8 +17,7 @@ class SimGroup;
 
 class SimWork final : public ranks::detail::WorkState {
  public:
-  SimWork(Engine& engine, SimRank& owner, SimGroup& group, const OpRequest& request,
-          int group_rank);
+  SimWork(Engine& engine, SimRank& owner, SimGroup& group, OpRequest&& request, int group_rank);
   void block() override { engine.wait(owner, *this); }
   void block_for(std::chrono::milliseconds call_timeout) override {
     timeout = call_timeout;  // this call's deadline, not the group's
@@ -35,6 +34,10 @@ class SimWork final : public ranks::detail::WorkState {
   int tag;
   Nanos started;
   Nanos timeout;
+  // The op as this rank called it. The work owns it, so the tensors it holds are released when
+  // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
+  // freeing every rank's request at once when a collective completes defeats malloc's caches.
+  OpRequest request;  // last: the members above are initialised from it before it moves in
 };
 
 // One simulated group, shared by all its members.
@@ -47,9 +50,9 @@ class SimGroup {
     return (*spec_.members)[static_cast<size_t>(group_rank)];
   }
 
-  void arrive(OpRequest&& request, std::shared_ptr<SimWork>&& work);  // a collective
-  void post_send(OpRequest&& request, std::shared_ptr<SimWork>&& work);
-  void post_recv(OpRequest&& request, std::shared_ptr<SimWork>&& work);
+  void arrive(std::shared_ptr<SimWork>&& work);  // a collective
+  void post_send(std::shared_ptr<SimWork>&& work);
+  void post_recv(std::shared_ptr<SimWork>&& work);
   // The rank stopped waiting (timeout, stuck run): forget its half of the operation.
   void withdraw(const SimWork& work);
   // Who the work still waits for ("not arrived: ranks 2, 3"), for timeout and deadlock reports.
@@ -61,7 +64,6 @@ class SimGroup {
 
  private:
   struct Arrival {
-    OpRequest request;
     std::shared_ptr<SimWork> work;
   };
   struct Pending {
@@ -71,7 +73,6 @@ class SimGroup {
     std::exception_ptr failed;  // a mismatch: every arrival (late ones too) gets it
   };
   struct Message {
-    OpRequest request;
     std::shared_ptr<SimWork> work;
   };
   // At one destination. Vectors, not deques: an empty deque allocates, and a 100,000-rank group
