@@ -130,6 +130,7 @@ void Comm::release_all() {
 }
 
 std::string Comm::broken() {
+  if (!is_broken_.load(std::memory_order_acquire)) return {};
   std::lock_guard guard(mutex_);
   return broken_;
 }
@@ -137,6 +138,7 @@ std::string Comm::broken() {
 void Comm::mark_broken(std::string why) {
   std::lock_guard guard(mutex_);
   if (broken_.empty()) broken_ = std::move(why);
+  is_broken_.store(true, std::memory_order_release);
 }
 
 MpiWork::MpiWork(std::shared_ptr<Comm> c, OpRequest&& r)

@@ -76,6 +76,7 @@ struct Comm {
  private:
   std::mutex mutex_;
   std::string broken_;
+  std::atomic<bool> is_broken_{false};  // broken_ is set: every collective asks, few find it
   std::vector<std::shared_ptr<MpiWork>> in_flight_;
 };
 
