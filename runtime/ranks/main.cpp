@@ -8,7 +8,7 @@
 #include <string>
 
 #include "ranks/context.hpp"
-#include "ranks/detail/first_failure.hpp"
+#include "ranks/detail/fatal.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
 #include "ranks/sim.hpp"
@@ -87,25 +87,9 @@ int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
     destroy_process_group();
     return 0;
   } catch (const std::exception& e) {
+    if (real) detail::exit_on(e);
     std::fflush(stdout);
     std::fprintf(stderr, "ranks: error: %s\n", e.what());
-    if (real) {
-      // A survivor names the root cause another rank published; a rank that failed first
-      // publishes its own for the others.
-      // A RankFailure or Timeout is what a rank sees of another's failure, never a root cause.
-      const bool symptom =
-          dynamic_cast<const RankFailure*>(&e) != nullptr || dynamic_cast<const Timeout*>(&e);
-      if (auto first = detail::first_failure_of_others()) {
-        std::fprintf(stderr, "ranks: the first failure was %s\n", first->c_str());
-      } else if (!symptom) {
-        detail::publish_failure(e.what());
-      }
-      // Leave now, without the exit-time teardown: a backend's orderly shutdown (MPI_Finalize,
-      // closing a communicator) can wait for peers that are themselves stuck waiting for us.
-      // The launcher sees the exit status, and peers see the closed connections.
-      std::fflush(nullptr);
-      std::_Exit(1);
-    }
     return 1;
   }
 }

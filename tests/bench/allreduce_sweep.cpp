@@ -4,6 +4,9 @@
 // loop; time = the slowest rank's loop time / iters; float32 sum), so reports/raw_vs_ranks.sh
 // can put the raw libraries and ranks side by side in one run. Ours is in place (the API has
 // no separate output), theirs writes a second buffer; each size is checked before it is timed.
+// --copy-in copies the checked input into the tensor before every all_reduce (what the raw
+// libraries' separate input and output cost them), so the reduced values stay those of the check
+// instead of doubling up to inf.
 //   mpirun -np 2 -x RANKS_BACKEND=mpi allreduce_sweep      ranks run -n 2 -- allreduce_sweep
 
 #include <algorithm>
@@ -23,10 +26,12 @@ long iterations(size_t bytes) {
 
 // Each element i of rank r holds r + 1 + i % 7 (exact in float32); the sum over n ranks is
 // n(n + 1)/2 + n (i % 7).
-long wrong_elements(ranks::Tensor& t, int rank, int n) {
+// input keeps this rank's values.
+long wrong_elements(ranks::Tensor& t, ranks::Tensor& input, int rank, int n) {
   float* data = t.data<float>();
   const int64_t count = t.numel();
   for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(rank + 1 + i % 7);
+  input.copy_(t);
   ranks::all_reduce(t);
   long wrong = 0;
   for (int64_t i = 0; i < count; ++i) {
@@ -40,15 +45,20 @@ long wrong_elements(ranks::Tensor& t, int rank, int n) {
 
 int main(int argc, char** argv) {
   size_t max_bytes = size_t{64} << 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--max-bytes") == 0)
-      max_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+  bool copy_in = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) {
+      max_bytes = std::strtoull(argv[++i], nullptr, 10);
+    } else if (std::strcmp(argv[i], "--copy-in") == 0) {
+      copy_in = true;
+    }
   }
   return ranks::main(argc, argv, [&] {
     const auto [rank, n] = ranks::get_dist_info();
     if (rank == 0) {
-      std::printf("# system=ranks-%s op=allreduce nranks=%d dtype=float32 (in place)\n",
-                  ranks::get_backend().value_or("none").c_str(), n);
+      std::printf("# system=ranks-%s op=allreduce nranks=%d dtype=float32 (in place%s)\n",
+                  ranks::get_backend().value_or("none").c_str(), n,
+                  copy_in ? ", input copied in before each op" : "");
       std::printf("%12s %8s %12s %12s %12s\n", "bytes", "iters", "time_us", "algbw_GBps",
                   "busbw_GBps");
     }
@@ -57,15 +67,20 @@ int main(int argc, char** argv) {
          bytes = bytes >= max_bytes ? 0 : std::min(bytes * 4, max_bytes)) {
       const auto count = static_cast<int64_t>(bytes / sizeof(float));
       ranks::Tensor t = ranks::Tensor::zeros({count}, ranks::DType::Float32);
-      ranks::Tensor wrong = ranks::Tensor::of<int64_t>({wrong_elements(t, rank, n)});
+      ranks::Tensor input = ranks::Tensor::zeros({count}, ranks::DType::Float32);
+      ranks::Tensor wrong = ranks::Tensor::of<int64_t>({wrong_elements(t, input, rank, n)});
       ranks::all_reduce(wrong);
       total_wrong += wrong.to_vector<int64_t>()[0];
       const long iters = iterations(bytes);
       const long warm = std::clamp(iters / 10, 2L, 100L);
-      for (long i = 0; i < warm; ++i) ranks::all_reduce(t);
+      auto op = [&] {
+        if (copy_in) t.copy_(input);
+        ranks::all_reduce(t);
+      };
+      for (long i = 0; i < warm; ++i) op();
       ranks::barrier();
       const auto start = std::chrono::steady_clock::now();
-      for (long i = 0; i < iters; ++i) ranks::all_reduce(t);
+      for (long i = 0; i < iters; ++i) op();
       const double per_op =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
       ranks::Tensor worst = ranks::Tensor::of<double>({per_op});

@@ -33,7 +33,7 @@ namespace {
 constexpr uint8_t kPointToPointSlotPrefix = 0x20;
 
 struct Op {
-  const Communicator& comm;
+  Communicator& comm;
   const std::shared_ptr<::gloo::Context>& context;
   OpRequest& request;
   uint32_t tag;  // ops on one communicator run in order, so the sequence number is unique
@@ -43,11 +43,17 @@ struct Op {
   int size() const { return context->size; }
   bool is_root() const { return context->rank == request.root; }
 
+  // The op's gloo options, with its tag and timeout. They hold gloo's unbound buffers, so they
+  // are kept until the group's next op has run (Communicator::keep_until_next).
   template <class Options>
-  void configure(Options& options) const {
-    options.setTag(tag);
-    options.setTimeout(timeout);
+  std::shared_ptr<Options> options() const {
+    auto made = std::make_shared<Options>(context);
+    made->setTag(tag);
+    made->setTimeout(timeout);
+    return made;
   }
+  // After the gloo call returned.
+  void keep(std::shared_ptr<void> options) const { comm.keep_until_next(std::move(options)); }
 };
 
 template <class W>
@@ -67,9 +73,9 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
 Tensor on_host(const Tensor& t) { return t.device().is_cuda() ? t.to(Device::cpu()) : t; }
 
 void barrier(const Op& op) {
-  ::gloo::BarrierOptions options(op.context);
-  op.configure(options);
-  ::gloo::barrier(options);
+  auto options = op.options<::gloo::BarrierOptions>();
+  ::gloo::barrier(*options);
+  op.keep(options);
 }
 
 void all_reduce(const Op& op) {
@@ -78,11 +84,11 @@ void all_reduce(const Op& op) {
   Tensor host = on_host(tensor);
   visit_word(host.dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::AllreduceOptions options(op.context);
-    options.setOutput(words<W>(host), count(host));  // in place: the output is the input
-    options.setReduceFunction(reduce_function(host.dtype(), op.request.reduce_op));
-    op.configure(options);
-    ::gloo::allreduce(options);
+    auto options = op.options<::gloo::AllreduceOptions>();
+    options->setOutput(words<W>(host), count(host));  // in place: the output is the input
+    options->setReduceFunction(reduce_function(host.dtype(), op.request.reduce_op));
+    ::gloo::allreduce(*options);
+    op.keep(options);
   });
   finish_mean(host, op.request.reduce_op, op.size());
   if (tensor.device().is_cuda()) tensor.copy_(host);
@@ -94,11 +100,11 @@ void broadcast(const Op& op) {
   Tensor host = on_host(tensor);
   visit_word(host.dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::BroadcastOptions options(op.context);
-    options.setOutput(words<W>(host), count(host));  // the root sends from it, never writes it
-    options.setRoot(op.request.root);
-    op.configure(options);
-    ::gloo::broadcast(options);
+    auto options = op.options<::gloo::BroadcastOptions>();
+    options->setOutput(words<W>(host), count(host));  // the root sends from it, never writes it
+    options->setRoot(op.request.root);
+    ::gloo::broadcast(*options);
+    op.keep(options);
   });
   if (tensor.device().is_cuda() && !op.is_root()) tensor.copy_(host);
 }
@@ -111,13 +117,13 @@ void reduce(const Op& op) {
   Tensor scratch = op.is_root() ? tensor : Tensor::empty(tensor.shape(), tensor.dtype());
   visit_word(tensor.dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::ReduceOptions options(op.context);
-    if (!op.is_root()) options.setInput(words<W>(tensor), count(tensor));
-    options.setOutput(words<W>(scratch), count(tensor));
-    options.setRoot(op.request.root);
-    options.setReduceFunction(reduce_function(tensor.dtype(), op.request.reduce_op));
-    op.configure(options);
-    ::gloo::reduce(options);
+    auto options = op.options<::gloo::ReduceOptions>();
+    if (!op.is_root()) options->setInput(words<W>(tensor), count(tensor));
+    options->setOutput(words<W>(scratch), count(tensor));
+    options->setRoot(op.request.root);
+    options->setReduceFunction(reduce_function(tensor.dtype(), op.request.reduce_op));
+    ::gloo::reduce(*options);
+    op.keep(options);
   });
   if (op.is_root()) finish_mean(tensor, op.request.reduce_op, op.size());
 }
@@ -137,11 +143,11 @@ void all_gather(const Op& op) {
   std::vector<uint8_t> staging(in.nbytes() * static_cast<size_t>(op.size()));
   visit_word(in.dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::AllgatherOptions options(op.context);
-    options.setInput(words<W>(in), count(in));
-    options.setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
-    op.configure(options);
-    ::gloo::allgather(options);
+    auto options = op.options<::gloo::AllgatherOptions>();
+    options->setInput(words<W>(in), count(in));
+    options->setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
+    ::gloo::allgather(*options);
+    op.keep(options);
   });
   scatter_out(staging, op.request.outputs);
 }
@@ -152,14 +158,14 @@ void gather(const Op& op) {
   std::vector<uint8_t> staging(op.is_root() ? in.nbytes() * static_cast<size_t>(op.size()) : 0);
   visit_word(in.dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::GatherOptions options(op.context);
-    options.setInput(words<W>(in), count(in));
+    auto options = op.options<::gloo::GatherOptions>();
+    options->setInput(words<W>(in), count(in));
     if (op.is_root()) {
-      options.setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
+      options->setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
     }
-    options.setRoot(op.request.root);
-    op.configure(options);
-    ::gloo::gather(options);
+    options->setRoot(op.request.root);
+    ::gloo::gather(*options);
+    op.keep(options);
   });
   if (op.is_root()) scatter_out(staging, op.request.outputs);
 }
@@ -169,16 +175,16 @@ void scatter(const Op& op) {
   if (out.numel() == 0) return;
   visit_word(out.dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::ScatterOptions options(op.context);
+    auto options = op.options<::gloo::ScatterOptions>();
     if (op.is_root()) {
       std::vector<W*> pieces;  // gloo sends each piece from where it is: no staging
       for (Tensor& in : op.request.inputs) pieces.push_back(words<W>(in));
-      options.setInputs(pieces, count(out));
+      options->setInputs(pieces, count(out));
     }
-    options.setOutput(words<W>(out), count(out));
-    options.setRoot(op.request.root);
-    op.configure(options);
-    ::gloo::scatter(options);
+    options->setOutput(words<W>(out), count(out));
+    options->setRoot(op.request.root);
+    ::gloo::scatter(*options);
+    op.keep(options);
   });
 }
 
@@ -208,11 +214,11 @@ void all_to_all(const Op& op) {
   std::vector<uint8_t> out_staging(out_bytes);
   visit_word(inputs.front().dtype(), [&](auto word) {
     using W = decltype(word);
-    ::gloo::AlltoallvOptions options(op.context);
-    options.setInput(reinterpret_cast<W*>(in_staging.data()), sends);
-    options.setOutput(reinterpret_cast<W*>(out_staging.data()), receives);
-    op.configure(options);
-    ::gloo::alltoallv(options);
+    auto options = op.options<::gloo::AlltoallvOptions>();
+    options->setInput(reinterpret_cast<W*>(in_staging.data()), sends);
+    options->setOutput(reinterpret_cast<W*>(out_staging.data()), receives);
+    ::gloo::alltoallv(*options);
+    op.keep(options);
   });
   scatter_out(out_staging, outputs);
 }
@@ -223,11 +229,11 @@ void agree_on_new_group(const Op& op) {
   const Communicator& comm = op.comm;
   uint64_t mine = op.request.extra;
   std::vector<uint64_t> all(static_cast<size_t>(op.size()));
-  ::gloo::AllgatherOptions options(op.context);
-  options.setInput(&mine, 1);
-  options.setOutput(all.data(), all.size());
-  op.configure(options);
-  ::gloo::allgather(options);
+  auto options = op.options<::gloo::AllgatherOptions>();
+  options->setInput(&mine, 1);
+  options->setOutput(all.data(), all.size());
+  ::gloo::allgather(*options);
+  op.keep(options);
   std::vector<int> same;
   std::vector<int> other;
   for (size_t r = 0; r < all.size(); ++r) {

@@ -60,6 +60,8 @@ void set_thread_level(int provided) {
   serialize_calls.store(provided < MPI_THREAD_MULTIPLE, std::memory_order_relaxed);
 }
 
+bool thread_multiple() { return !serialize_calls.load(std::memory_order_relaxed); }
+
 std::string error_string(int rc) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
@@ -128,6 +130,7 @@ void Comm::release_all() {
 }
 
 std::string Comm::broken() {
+  if (!is_broken_.load(std::memory_order_acquire)) return {};
   std::lock_guard guard(mutex_);
   return broken_;
 }
@@ -135,6 +138,7 @@ std::string Comm::broken() {
 void Comm::mark_broken(std::string why) {
   std::lock_guard guard(mutex_);
   if (broken_.empty()) broken_ = std::move(why);
+  is_broken_.store(true, std::memory_order_release);
 }
 
 MpiWork::MpiWork(std::shared_ptr<Comm> c, OpRequest&& r)
@@ -148,10 +152,12 @@ MpiWork::MpiWork(std::shared_ptr<Comm> c, OpRequest&& r)
   spin += std::chrono::nanoseconds(static_cast<int64_t>(std::min<size_t>(bytes, 1ULL << 40) * 2));
 }
 
-std::string MpiWork::describe() const {
-  return fmt::format("{} on group '{}' (rank {} of {}) seq {} at {}", op_name(op.kind), comm->name,
-                     comm->rank, comm->size(), op.seq, where_str(op.where));
+std::string describe(const Comm& comm, const OpRequest& op) {
+  return fmt::format("{} on group '{}' (rank {} of {}) seq {} at {}", op_name(op.kind), comm.name,
+                     comm.rank, comm.size(), op.seq, where_str(op.where));
 }
+
+std::string MpiWork::describe() const { return mpi::describe(*comm, op); }
 
 bool MpiWork::progress() {
   while (request != MPI_REQUEST_NULL) {
@@ -253,12 +259,11 @@ void MpiWork::time_out(std::chrono::nanoseconds waited, std::chrono::millisecond
                       op_name(op.kind), op.seq, where_str(op.where)));
     }
   }
-  const double waited_ms = std::chrono::duration<double, std::milli>(waited).count();
-  error = std::make_exception_ptr(Timeout(fmt::format(
-      "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; mpi "
-      "backend); {}",
-      comm->global_rank(comm->rank), format_timeout(timeout), op_name(op.kind), comm->name, op.seq,
-      where_str(op.where), waited_ms, missing())));
+  error = std::make_exception_ptr(Timeout(timeout_text(
+      *comm, op, waited, timeout,
+      is_point_to_point(op.kind) ? ""
+                                 : "later collectives on this group fail, since MPI cannot cancel "
+                                   "one in flight")));
   done = true;
 }
 
@@ -274,22 +279,37 @@ std::exception_ptr MpiWork::failure(int rc) const {
       BackendError(fmt::format("{}: MPI failed: {}", describe(), error_string(rc))));
 }
 
-std::string MpiWork::missing() const {
+namespace {
+
+// Who the op waits for, as far as MPI can tell.
+std::string missing(const Comm& comm, const OpRequest& op) {
   switch (op.kind) {
     case OpKind::Send:
-      return fmt::format("rank {} has posted no matching recv (tag {})", comm->global_rank(op.root),
+      return fmt::format("rank {} has posted no matching recv (tag {})", comm.global_rank(op.root),
                          op.tag);
     case OpKind::Recv:
       if (op.root == any_source) {
         return fmt::format("no rank has sent a message with tag {}", op.tag);
       }
-      return fmt::format("rank {} has sent no message with tag {}", comm->global_rank(op.root),
+      return fmt::format("rank {} has sent no message with tag {}", comm.global_rank(op.root),
                          op.tag);
     default:
       return "MPI cannot tell which ranks have not arrived (RANKS_DEBUG=detail or `ranks sim` "
-             "names them); later collectives on this group fail, since MPI cannot cancel one in "
-             "flight";
+             "names them)";
   }
+}
+
+}  // namespace
+
+std::string timeout_text(const Comm& comm, const OpRequest& op, std::chrono::nanoseconds waited,
+                         std::chrono::milliseconds timeout, std::string_view consequence) {
+  const double waited_ms = std::chrono::duration<double, std::milli>(waited).count();
+  return fmt::format(
+      "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; mpi "
+      "backend); {}{}{}",
+      comm.global_rank(comm.rank), format_timeout(timeout), op_name(op.kind), comm.name, op.seq,
+      where_str(op.where), waited_ms, missing(comm, op), consequence.empty() ? "" : "; ",
+      consequence);
 }
 
 }  // namespace ranks::backends::mpi

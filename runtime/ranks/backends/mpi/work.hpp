@@ -31,6 +31,8 @@ namespace ranks::backends::mpi {
 // empty lock).
 std::unique_lock<std::mutex> lock_mpi();
 void set_thread_level(int provided);
+// Whether MPI granted MPI_THREAD_MULTIPLE (then lock_mpi() locks nothing).
+bool thread_multiple();
 
 // MPI's text for a return code, with the code and its error class.
 std::string error_string(int rc);
@@ -42,6 +44,7 @@ void check_mpi(int rc, std::string_view call, std::string_view context = {});
 bool has_abandoned_operations();
 
 class MpiWork;
+struct AllToAllPlan;
 
 // One group's communicator, shared by its Backend and the works in flight on it.
 struct Comm {
@@ -73,6 +76,7 @@ struct Comm {
  private:
   std::mutex mutex_;
   std::string broken_;
+  std::atomic<bool> is_broken_{false};  // broken_ is set: every collective asks, few find it
   std::vector<std::shared_ptr<MpiWork>> in_flight_;
 };
 
@@ -105,17 +109,24 @@ class MpiWork final : public ranks::detail::WorkState {
   // Staging memory and count arrays: MPI reads them until the request completes.
   std::unique_ptr<std::byte[]> send_buffer;
   std::unique_ptr<std::byte[]> recv_buffer;
-  std::vector<int> ints;
+  std::shared_ptr<AllToAllPlan> plan;  // all_to_all's sizes, counts and displacements
 
  private:
   void wait_for(std::chrono::milliseconds timeout);
   void time_out(std::chrono::nanoseconds waited, std::chrono::milliseconds timeout);
-  std::string missing() const;
   // The error for a request MPI completed with code rc.
   std::exception_ptr failure(int rc) const;
   bool abandoned_ = false;  // timed out while MPI still held the request
   std::atomic<bool> in_mpi_{false};
 };
+
+// "all_reduce on group 'world' (rank 0 of 4) seq 3 at f.cpp:10"
+std::string describe(const Comm& comm, const OpRequest& op);
+// The Timeout text of op after waiting `waited` of `timeout`: "rank 1 timed out after 200 ms in
+// all_reduce on group 'world' seq 3 at f.cpp:10 (waited 200.4 ms; mpi backend); <who is missing>;
+// <consequence>" (no consequence when it is empty).
+std::string timeout_text(const Comm& comm, const OpRequest& op, std::chrono::nanoseconds waited,
+                         std::chrono::milliseconds timeout, std::string_view consequence);
 
 // Starts one operation on comm (collectives.cpp). Throws InvalidArgument for a request that breaks
 // op.hpp's conventions, Unsupported for non-cpu tensors, BackendError when MPI refuses.

@@ -1,0 +1,26 @@
+#include "ranks/detail/fatal.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "ranks/detail/first_failure.hpp"
+#include "ranks/errors.hpp"
+
+namespace ranks::detail {
+
+void exit_on(const std::exception& e) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "ranks: error: %s\n", e.what());
+  const bool symptom =
+      dynamic_cast<const RankFailure*>(&e) != nullptr || dynamic_cast<const Timeout*>(&e);
+  if (auto first = first_failure_of_others()) {
+    std::fprintf(stderr, "ranks: the first failure was %s\n", first->c_str());
+  } else if (!symptom) {
+    publish_failure(e.what());
+  }
+  // The launcher sees the exit status, and peers see the closed connections.
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
+
+}  // namespace ranks::detail
