@@ -110,7 +110,7 @@ Report Engine::run(const std::function<void()>& body) {
   }
 
   auto previous_slot = ranks::detail::set_context_slot(&running_context_);
-  boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed);
+  boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed, world_size);
   main_fiber_ = boost::fibers::context::active();
   {
     std::vector<boost::fibers::fiber> fibers;

@@ -32,7 +32,7 @@ void Scheduler::prefetch_ahead() const noexcept {
   // Each rank's stack, control block and SimRank are its own cache lines; with thousands of
   // ranks they no longer fit in cache and every rank-operation would wait on a dozen misses.
   // The queue says who runs next, so those misses can overlap with the ranks running before.
-  if (ready_.size() <= ahead) return;
+  if (!prefetch_ || ready_.size() <= ahead) return;
   const Ready& next = ready_[ahead];
   if (next.rank == nullptr) return;
   const char* control_block = reinterpret_cast<const char*>(next.fiber);

@@ -24,7 +24,8 @@ class RankProps final : public boost::fibers::fiber_properties {
 
 class Scheduler final : public boost::fibers::algo::algorithm_with_properties<RankProps> {
  public:
-  Scheduler(Engine& engine, uint64_t seed) : engine_(engine), rng_(seed), seeded_(seed != 0) {}
+  Scheduler(Engine& engine, uint64_t seed, int world_size)
+      : engine_(engine), rng_(seed), seeded_(seed != 0), prefetch_(world_size >= prefetch_from) {}
 
   void awakened(boost::fibers::context* ctx, RankProps& props) noexcept override;
   boost::fibers::context* pick_next() noexcept override;
@@ -33,6 +34,10 @@ class Scheduler final : public boost::fibers::algo::algorithm_with_properties<Ra
   void notify() noexcept override {}
 
  private:
+  // Below this many ranks their stacks and records stay in the last-level cache, and prefetching
+  // them costs more instructions than the misses it hides (measured: sim_bench, reports/).
+  static constexpr int prefetch_from = 4096;
+
   struct Ready {
     boost::fibers::context* fiber;
     SimRank* rank;  // null: not a rank's fiber (the main fiber, Boost's dispatcher)
@@ -44,6 +49,7 @@ class Scheduler final : public boost::fibers::algo::algorithm_with_properties<Ra
   std::deque<Ready> ready_;
   ranks::detail::Rng rng_;
   bool seeded_;
+  bool prefetch_;
 };
 
 }  // namespace ranks::sim::detail

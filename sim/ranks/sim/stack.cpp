@@ -14,11 +14,20 @@ namespace {
 // Guard pages split the mapping into two kernel maps per stack and cost a system call each
 // (about 6 us per rank here): worth it for the small runs tests make, not at scale.
 constexpr size_t max_guarded_stacks = 64;
+
+// Slots a power-of-two apart would put every stack's top, where all of a rank's hot frames are,
+// in the same few cache sets: with 256 KiB stacks only 8 ranks' tops fit an 8-way cache level at
+// once, whatever its size. A slot one page plus an odd number of cache lines longer spreads the
+// tops over every set; the hot top then straddles a page boundary on some ranks (about 2 KiB
+// more memory each). Guarded stacks keep whole pages: mprotect needs page boundaries, and a
+// world of 64 ranks fits in any cache.
+constexpr size_t slot_skew = 4096 + 25 * 64;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   stack_bytes_ = (stack_bytes + page - 1) / page * page;
+  if (count_ > max_guarded_stacks) stack_bytes_ += slot_skew;
   mapped_bytes_ = stack_bytes_ * count_;
   void* base = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
