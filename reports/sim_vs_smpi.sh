@@ -3,14 +3,15 @@
 # machine: N ranks x ITERS all_reduces of 8 B, each simulator as one whole process under
 # /usr/bin/time. Needs the anchors harness (../shared/anchors by default) and libsimgrid-dev,
 # which this script installs (it is a benchmark-only dependency, not part of tools/setup.sh).
-#   reports/sim_vs_smpi.sh [ANCHORS_DIR]          writes reports/sim_vs_smpi.txt
+#   reports/sim_vs_smpi.sh [ANCHORS_DIR] [BUILD_DIR]    writes reports/sim_vs_smpi.txt
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 anchors="$(cd "${1:-$root/../shared/anchors}" && pwd)"
+build="$(cd "${2:-$root/build}" && pwd)"
 out="$root/reports/sim_vs_smpi.txt"
 
 command -v smpirun >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libsimgrid-dev time >/dev/null
-cmake --build "$root/build" --target ranks_cli allreduce_loop >/dev/null
+cmake --build "$build" --target ranks_cli allreduce_loop >/dev/null
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cp -r "$anchors"/. "$scratch/anchors"
@@ -28,8 +29,15 @@ rss_mib() { awk -F': ' '/Maximum resident set size/ {printf "%.1f", $2/1024}' "$
     read -r n iters <<<"$spec"
     # Ours takes milliseconds, so the median of 5 runs; SMPI's minute-long run is done once.
     for run in 1 2 3 4 5; do
-      /usr/bin/time -v -o "$scratch/ours.time.$run" "$root/build/tools/ranks" sim -n "$n" -- \
-        "$root/build/tests/bench/allreduce_loop" --bytes 8 --iters "$iters" >/dev/null
+      # The anchor is an MPI program, so the simulator emulates the mpi backend. A run that does
+      # not end ok must not be timed: stop the whole script.
+      if ! /usr/bin/time -v -o "$scratch/ours.time.$run" "$build/tools/ranks" sim -n "$n" \
+        --backend mpi -- "$build/tests/bench/allreduce_loop" --bytes 8 --iters "$iters" \
+        >"$scratch/ours.out.$run"; then
+        echo "ranks sim failed (N=$n ITERS=$iters):" >&2
+        tail -5 "$scratch/ours.out.$run" >&2
+        exit 1
+      fi
       seconds "$scratch/ours.time.$run"
       echo
     done | sort -n | sed -n 3p >"$scratch/ours.median"

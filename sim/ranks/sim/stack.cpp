@@ -17,11 +17,11 @@ constexpr size_t max_guarded_stacks = 64;
 
 // Slots a power-of-two apart would put every stack's top, where all of a rank's hot frames are,
 // in the same few cache sets: with 256 KiB stacks only 8 ranks' tops fit an 8-way cache level at
-// once, whatever its size. A slot one page plus an odd number of cache lines longer spreads the
-// tops over every set; the hot top then straddles a page boundary on some ranks (about 2 KiB
-// more memory each). Guarded stacks keep whole pages: mprotect needs page boundaries, and a
-// world of 64 ranks fits in any cache.
-constexpr size_t slot_skew = 4096 + 25 * 64;
+// once, whatever its size. One page more per slot gives consecutive stacks' top pages different
+// page colours, so the tops spread over the cache, and each top stays within one page (a skew of
+// part of a page made tops straddle two, costing memory and TLB entries). Guarded stacks keep the
+// plain size: a world of 64 ranks fits in any cache.
+constexpr size_t slot_skew = 4096;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
