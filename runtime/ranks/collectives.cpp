@@ -24,6 +24,15 @@ Prepared prepare(OpKind op, const Group& group, const where_t& where) {
   return {g, Call{op, g, where}};
 }
 
+// A list of one tensor, copied once: `{tensor}` would copy it into the initializer list and again
+// into the vector, and each copy of a Tensor allocates its shape (every op's hot path).
+std::vector<Tensor> just(const Tensor& tensor) {
+  std::vector<Tensor> list;
+  list.reserve(1);
+  list.push_back(tensor);
+  return list;
+}
+
 OpRequest request(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> outputs) {
   OpRequest r;
   r.kind = kind;
@@ -75,7 +84,7 @@ Work all_reduce_op(Tensor& tensor, ReduceOp op, const Group& group, where_t wher
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::AllReduce, {tensor}, {tensor});
+  auto r = request(OpKind::AllReduce, just(tensor), just(tensor));
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -107,7 +116,7 @@ Work all_gather_op(std::vector<Tensor>& out, const Tensor& in, const Group& grou
     out[0].copy_(in);
     return Work{};
   }
-  return submit(*p.group, request(OpKind::AllGather, {in}, out), where, waits);
+  return submit(*p.group, request(OpKind::AllGather, just(in), out), where, waits);
 }
 }  // namespace
 
@@ -143,7 +152,7 @@ Work gather_op(std::vector<Tensor>& out, const Tensor& in, int dst, const Group&
     out[0].copy_(in);
     return Work{};
   }
-  auto r = request(OpKind::Gather, {in}, out);
+  auto r = request(OpKind::Gather, just(in), out);
   r.root = dst;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -166,7 +175,7 @@ Work broadcast_op(Tensor& tensor, int src, const Group& group, where_t where, Wa
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_root(p.call, src, "src");
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::Broadcast, {tensor}, {tensor});
+  auto r = request(OpKind::Broadcast, just(tensor), just(tensor));
   r.root = src;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -188,7 +197,7 @@ Work reduce_op(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t
   detail::check_root(p.call, dst, "dst");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::Reduce, {tensor}, {tensor});
+  auto r = request(OpKind::Reduce, just(tensor), just(tensor));
   r.root = dst;
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
@@ -220,7 +229,7 @@ Work scatter_op(Tensor& out, const std::vector<Tensor>& in, int src, const Group
     out.copy_(in[0]);
     return Work{};
   }
-  auto r = request(OpKind::Scatter, in, {out});
+  auto r = request(OpKind::Scatter, in, just(out));
   r.root = src;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -247,7 +256,7 @@ Work reduce_scatter_op(Tensor& out, const std::vector<Tensor>& in, ReduceOp op, 
     out.copy_(in[0]);
     return Work{};
   }
-  auto r = request(OpKind::ReduceScatter, in, {out});
+  auto r = request(OpKind::ReduceScatter, in, just(out));
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -327,7 +336,7 @@ Prepared prepare_p2p(OpKind op, const Tensor& tensor, int peer, int tag, const G
 Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const where_t& where,
              Waits waits) {
   auto p = prepare_p2p(OpKind::Send, tensor, dst, tag, group, where);
-  auto r = request(OpKind::Send, {tensor}, {});
+  auto r = request(OpKind::Send, just(tensor), {});
   r.root = dst;
   r.tag = tag;
   return submit(*p.group, std::move(r), where, waits);
@@ -336,7 +345,7 @@ Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const w
 Work recv_op(Tensor& tensor, int src, const Group& group, int tag, const where_t& where,
              Waits waits) {
   auto p = prepare_p2p(OpKind::Recv, tensor, src, tag, group, where);
-  auto r = request(OpKind::Recv, {}, {tensor});
+  auto r = request(OpKind::Recv, {}, just(tensor));
   r.root = src;
   r.tag = tag;
   return submit(*p.group, std::move(r), where, waits);
