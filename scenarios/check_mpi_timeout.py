@@ -15,13 +15,7 @@ import os
 import subprocess
 import sys
 
-
-def where(source, tag):
-    with open(source) as f:
-        for number, line in enumerate(f, 1):
-            if f"// @where:{tag}" in line:
-                return f"{os.path.basename(source)}:{number}"
-    sys.exit(f"check_mpi_timeout: no '// @where:{tag}' in {source}")
+from check_scenario import where  # the call site a // @where:TAG comment marks
 
 
 def main():

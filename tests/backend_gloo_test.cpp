@@ -88,14 +88,19 @@ class Client {
   Work submit(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> outputs, int root = -1,
               ReduceOp op = ReduceOp::Sum, int tag = 0,
               std::source_location where = std::source_location::current()) {
+    OpRequest r = make_request(kind, std::move(inputs), std::move(outputs), root, op);
+    r.tag = tag;
+    return submit(std::move(r), where);
+  }
+  static OpRequest make_request(OpKind kind, std::vector<Tensor> inputs,
+                                std::vector<Tensor> outputs, int root, ReduceOp op) {
     OpRequest r;
     r.kind = kind;
     r.inputs = std::move(inputs);
     r.outputs = std::move(outputs);
     r.root = root;
     r.reduce_op = op;
-    r.tag = tag;
-    return submit(std::move(r), where);
+    return r;
   }
   Work submit(OpRequest r, std::source_location where = std::source_location::current()) {
     r.seq = is_point_to_point(r.kind) ? p2p_seq_++ : collective_seq_++;
@@ -111,12 +116,7 @@ class Client {
   }
   void run(bool blocking_request, OpKind kind, std::vector<Tensor> inputs,
            std::vector<Tensor> outputs, int root = -1, ReduceOp op = ReduceOp::Sum) {
-    OpRequest r;
-    r.kind = kind;
-    r.inputs = std::move(inputs);
-    r.outputs = std::move(outputs);
-    r.root = root;
-    r.reduce_op = op;
+    OpRequest r = make_request(kind, std::move(inputs), std::move(outputs), root, op);
     r.blocking = blocking_request;
     submit(std::move(r)).wait();
   }
