@@ -96,8 +96,8 @@ class Client {
                                 std::vector<Tensor> outputs, int root, ReduceOp op) {
     OpRequest r;
     r.kind = kind;
-    r.inputs = std::move(inputs);
-    r.outputs = std::move(outputs);
+    r.inputs.assign(inputs.begin(), inputs.end());
+    r.outputs.assign(outputs.begin(), outputs.end());
     r.root = root;
     r.reduce_op = op;
     return r;

@@ -80,8 +80,8 @@ Comm world() {
 OpRequest request(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> outputs) {
   OpRequest r;
   r.kind = kind;
-  r.inputs = std::move(inputs);
-  r.outputs = std::move(outputs);
+  r.inputs.assign(inputs.begin(), inputs.end());
+  r.outputs.assign(outputs.begin(), outputs.end());
   return r;
 }
 

@@ -220,8 +220,8 @@ OpRequest make_request(OpKind kind, std::vector<Tensor> inputs, std::vector<Tens
   OpRequest r;
   r.kind = kind;
   r.reduce_op = reduce_op;
-  r.inputs = std::move(inputs);
-  r.outputs = std::move(outputs);
+  r.inputs.assign(inputs.begin(), inputs.end());
+  r.outputs.assign(outputs.begin(), outputs.end());
   return r;
 }
 

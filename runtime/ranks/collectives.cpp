@@ -24,20 +24,25 @@ Prepared prepare(OpKind op, const Group& group, const where_t& where) {
   return {g, Call{op, g, where}};
 }
 
-// A list of one tensor, copied once: `{tensor}` would copy it into the initializer list and again
-// into the vector, and each copy of a Tensor allocates its shape (every op's hot path).
-std::vector<Tensor> just(const Tensor& tensor) {
-  std::vector<Tensor> list;
-  list.reserve(1);
-  list.push_back(tensor);
-  return list;
-}
+// What an op carries one way: nothing, one tensor or the caller's list. The request is built in
+// place, with no temporary lists to move and destroy (every op's hot path).
+struct Carries {
+  const Tensor* one = nullptr;
+  const std::vector<Tensor>* many = nullptr;
+  Carries() = default;
+  Carries(const Tensor& tensor) : one(&tensor) {}            // NOLINT: implicit on purpose
+  Carries(const std::vector<Tensor>& list) : many(&list) {}  // NOLINT: implicit on purpose
+  void into(TensorList& list) const {
+    if (one != nullptr) list.push_back(*one);
+    if (many != nullptr) list.assign(many->begin(), many->end());
+  }
+};
 
-OpRequest request(OpKind kind, std::vector<Tensor> inputs, std::vector<Tensor> outputs) {
+OpRequest request(OpKind kind, Carries inputs = {}, Carries outputs = {}) {
   OpRequest r;
   r.kind = kind;
-  r.inputs = std::move(inputs);
-  r.outputs = std::move(outputs);
+  inputs.into(r.inputs);
+  outputs.into(r.outputs);
   return r;
 }
 
@@ -55,8 +60,7 @@ void prepare_outputs(const Prepared& p, std::vector<Tensor>& out, const Tensor& 
                      std::string_view what) {
   if (out.empty()) {
     out.reserve(p.size());
-    for (int i = 0; i < p.size(); ++i)
-      out.push_back(Tensor::empty(like.shape(), like.dtype(), like.device()));
+    for (int i = 0; i < p.size(); ++i) out.push_back(detail::empty_like(like, like.device()));
   } else {
     detail::check_list(p.call, out, like, what);
   }
@@ -68,7 +72,7 @@ namespace {
 Work barrier_op(const Group& group, where_t where, Waits waits) {
   auto p = prepare(OpKind::Barrier, group, where);
   if (!p.group) return Work{};
-  return submit(*p.group, request(OpKind::Barrier, {}, {}), where, waits);
+  return submit(*p.group, request(OpKind::Barrier), where, waits);
 }
 }  // namespace
 
@@ -84,7 +88,7 @@ Work all_reduce_op(Tensor& tensor, ReduceOp op, const Group& group, where_t wher
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::AllReduce, just(tensor), just(tensor));
+  auto r = request(OpKind::AllReduce, tensor, tensor);
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -116,7 +120,7 @@ Work all_gather_op(std::vector<Tensor>& out, const Tensor& in, const Group& grou
     out[0].copy_(in);
     return Work{};
   }
-  return submit(*p.group, request(OpKind::AllGather, just(in), out), where, waits);
+  return submit(*p.group, request(OpKind::AllGather, in, out), where, waits);
 }
 }  // namespace
 
@@ -152,7 +156,7 @@ Work gather_op(std::vector<Tensor>& out, const Tensor& in, int dst, const Group&
     out[0].copy_(in);
     return Work{};
   }
-  auto r = request(OpKind::Gather, just(in), out);
+  auto r = request(OpKind::Gather, in, out);
   r.root = dst;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -175,7 +179,7 @@ Work broadcast_op(Tensor& tensor, int src, const Group& group, where_t where, Wa
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_root(p.call, src, "src");
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::Broadcast, just(tensor), just(tensor));
+  auto r = request(OpKind::Broadcast, tensor, tensor);
   r.root = src;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -197,7 +201,7 @@ Work reduce_op(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t
   detail::check_root(p.call, dst, "dst");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::Reduce, just(tensor), just(tensor));
+  auto r = request(OpKind::Reduce, tensor, tensor);
   r.root = dst;
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
@@ -229,7 +233,7 @@ Work scatter_op(Tensor& out, const std::vector<Tensor>& in, int src, const Group
     out.copy_(in[0]);
     return Work{};
   }
-  auto r = request(OpKind::Scatter, in, just(out));
+  auto r = request(OpKind::Scatter, in, out);
   r.root = src;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -256,7 +260,7 @@ Work reduce_scatter_op(Tensor& out, const std::vector<Tensor>& in, ReduceOp op, 
     out.copy_(in[0]);
     return Work{};
   }
-  auto r = request(OpKind::ReduceScatter, in, just(out));
+  auto r = request(OpKind::ReduceScatter, in, out);
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -288,7 +292,7 @@ Work all_to_all_op(std::vector<Tensor>& out, const std::vector<Tensor>& in, cons
     }
   }
   if (out.empty()) {
-    for (const Tensor& t : in) out.push_back(Tensor::empty(t.shape(), t.dtype(), t.device()));
+    for (const Tensor& t : in) out.push_back(detail::empty_like(t, t.device()));
   } else if (out.size() != in.size()) {
     detail::fail(p.call, fmt::format("the output list has {} tensors; it needs one per group rank "
                                      "({})",
@@ -336,7 +340,7 @@ Prepared prepare_p2p(OpKind op, const Tensor& tensor, int peer, int tag, const G
 Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const where_t& where,
              Waits waits) {
   auto p = prepare_p2p(OpKind::Send, tensor, dst, tag, group, where);
-  auto r = request(OpKind::Send, just(tensor), {});
+  auto r = request(OpKind::Send, tensor);
   r.root = dst;
   r.tag = tag;
   return submit(*p.group, std::move(r), where, waits);
@@ -345,7 +349,7 @@ Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const w
 Work recv_op(Tensor& tensor, int src, const Group& group, int tag, const where_t& where,
              Waits waits) {
   auto p = prepare_p2p(OpKind::Recv, tensor, src, tag, group, where);
-  auto r = request(OpKind::Recv, {}, just(tensor));
+  auto r = request(OpKind::Recv, {}, tensor);
   r.root = src;
   r.tag = tag;
   return submit(*p.group, std::move(r), where, waits);

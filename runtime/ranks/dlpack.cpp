@@ -91,13 +91,13 @@ DLManagedTensor* Tensor::to_dlpack() const {
   }
   auto ctx = std::make_unique<ExportContext>();
   ctx->tensor = *this;
-  ctx->shape = shape_;
-  ctx->strides = compact_strides(shape_);
+  ctx->shape = shape();
+  ctx->strides = compact_strides(ctx->shape);
   DLTensor& dl = ctx->managed.dl_tensor;
   dl.data = data_;
   dl.device.device_type = device_.is_cuda() ? kDLCUDA : kDLCPU;
   dl.device.device_id = device_.is_cuda() ? device_.index : 0;
-  dl.ndim = static_cast<int>(shape_.size());
+  dl.ndim = static_cast<int>(ctx->shape.size());
   dl.dtype = to_dl_dtype(dtype_);
   dl.shape = ctx->shape.data();
   dl.strides = ctx->strides.data();
@@ -194,7 +194,7 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
     if (m->deleter != nullptr) m->deleter(m);
   });
   t.data_ = data;
-  t.shape_ = std::move(shape);
+  t.shape_ = std::make_shared<const std::vector<int64_t>>(std::move(shape));
   t.numel_ = numel;
   t.dtype_ = *dtype;
   t.device_ = device;

@@ -12,6 +12,7 @@
 
 #include "ranks/reduce_op.hpp"
 #include "ranks/tensor.hpp"
+#include "ranks/tensor_list.hpp"
 
 namespace ranks {
 
@@ -61,8 +62,8 @@ struct OpRequest {
   ReduceOp reduce_op = ReduceOp::Sum;
   int root = -1;  // group rank of src/dst for rooted ops; the peer for send/recv
   int tag = 0;
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> outputs;
+  TensorList inputs;
+  TensorList outputs;
   uint64_t extra = 0;  // op-specific fingerprint data (new_group: hash of the member list)
   // The caller waits for the op at once (the blocking API, not *_async): a backend may run it on
   // the calling thread and return a completed Work, sparing the handoff to a progress thread.

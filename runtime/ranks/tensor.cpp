@@ -62,6 +62,22 @@ int64_t checked_numel(const std::vector<int64_t>& shape, DType dtype) {
   return numel;
 }
 
+const std::vector<int64_t>& no_dims() {
+  static const std::vector<int64_t> none;
+  return none;
+}
+
+Tensor empty_like(const Tensor& like, Device device) {
+  Tensor t;
+  t.numel_ = like.numel_;
+  t.shape_ = like.shape_;
+  t.dtype_ = like.dtype_;
+  t.device_ = device;
+  t.storage_ = allocate(device, t.nbytes());
+  t.data_ = t.storage_.get();
+  return t;
+}
+
 }  // namespace detail
 
 namespace {
@@ -80,7 +96,7 @@ void check_defined(const Tensor& t, const char* what) {
 Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
   Tensor t;
   t.numel_ = detail::checked_numel(shape, dtype);
-  t.shape_ = std::move(shape);
+  t.shape_ = std::make_shared<const std::vector<int64_t>>(std::move(shape));
   t.dtype_ = dtype;
   t.device_ = device;
   t.storage_ = detail::allocate(device, t.nbytes());
@@ -126,7 +142,7 @@ Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, De
   Tensor t;
   t.storage_ = std::shared_ptr<void>(data, [](void*) {});
   t.data_ = data;
-  t.shape_ = std::move(shape);
+  t.shape_ = std::make_shared<const std::vector<int64_t>>(std::move(shape));
   t.numel_ = numel;
   t.dtype_ = dtype;
   t.device_ = device;
@@ -135,7 +151,7 @@ Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, De
 
 Tensor Tensor::to(Device device) const {
   check_defined(*this, "to()");
-  Tensor out = empty(shape_, dtype_, device);
+  Tensor out = detail::empty_like(*this, device);
   detail::copy_bytes(out.data_, out.device_, data_, device_, nbytes());
   return out;
 }
@@ -158,7 +174,7 @@ void Tensor::copy_(const Tensor& src) {
 
 bool Tensor::equal(const Tensor& other) const {
   if (!defined() || !other.defined()) return defined() == other.defined();
-  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (dtype_ != other.dtype_ || shape() != other.shape()) return false;
   const size_t n = nbytes();
   if (n == 0) return true;
   if (device_.is_cpu() && other.device_.is_cpu()) return std::memcmp(data_, other.data_, n) == 0;
@@ -172,7 +188,7 @@ bool Tensor::equal(const Tensor& other) const {
 
 std::string Tensor::str() const {
   if (!defined()) return "undefined tensor";
-  return fmt::format("{}{} on {}", dtype_name(dtype_), detail::shape_str(shape_), device_.str());
+  return fmt::format("{}{} on {}", dtype_name(dtype_), detail::shape_str(shape()), device_.str());
 }
 
 void Tensor::copy_to_host(void* dst) const {

@@ -26,6 +26,14 @@ namespace detail {
 int64_t checked_numel(const std::vector<int64_t>& shape, DType dtype);
 // "[2, 3]"; "[]" for a scalar.
 std::string shape_str(const std::vector<int64_t>& shape);
+// The shape of an undefined tensor.
+const std::vector<int64_t>& no_dims();
+}  // namespace detail
+
+class Tensor;
+namespace detail {
+// A new tensor with like's shape (shared, not copied), dtype and the given device.
+Tensor empty_like(const Tensor& like, Device device);
 }  // namespace detail
 
 class Tensor {
@@ -57,8 +65,8 @@ class Tensor {
   DLManagedTensor* to_dlpack() const;
 
   bool defined() const { return storage_ != nullptr; }
-  const std::vector<int64_t>& shape() const { return shape_; }
-  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  const std::vector<int64_t>& shape() const { return shape_ ? *shape_ : detail::no_dims(); }
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
   int64_t numel() const { return numel_; }
   size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
   size_t element_size() const { return dtype_size(dtype_); }
@@ -107,6 +115,7 @@ class Tensor {
   std::string str() const;  // "float32[2, 3] on cpu"
 
  private:
+  friend Tensor detail::empty_like(const Tensor&, Device);
   static Tensor from_bytes(const void* src, size_t count, DType, std::vector<int64_t> shape,
                            Device);
   void check_dtype(DType want) const {
@@ -117,7 +126,9 @@ class Tensor {
 
   std::shared_ptr<void> storage_;  // owns (or, for from_blob, pretends to own) the memory
   void* data_ = nullptr;
-  std::vector<int64_t> shape_;
+  // Shared by copies and never changed: copying a tensor (every op puts its tensors in a request)
+  // costs two reference counts, not an allocation.
+  std::shared_ptr<const std::vector<int64_t>> shape_;
   int64_t numel_ = 0;
   DType dtype_ = DType::Float32;
   Device device_;

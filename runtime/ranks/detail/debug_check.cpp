@@ -37,7 +37,7 @@ void verify_same_call(GroupImpl& group, const OpRequest& request) {
   exchange.timeout = group.timeout;
   exchange.where = request.where;
   exchange.blocking = true;  // waited for just below
-  std::vector<Tensor> records = exchange.outputs;
+  const TensorList records = exchange.outputs;
   group.backend->submit(std::move(exchange)).wait();
 
   // Everyone compares every record with group rank 0's, so every rank raises the same error.

@@ -9,7 +9,7 @@ namespace ranks::sim::detail {
 
 namespace {
 
-size_t total_bytes(const std::vector<Tensor>& tensors) {
+size_t total_bytes(const TensorList& tensors) {
   size_t bytes = 0;
   for (const Tensor& t : tensors) bytes += t.nbytes();
   return bytes;

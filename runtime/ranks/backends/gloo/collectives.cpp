@@ -129,7 +129,7 @@ void reduce(const Op& op) {
 }
 
 // The outputs are separate tensors and gloo gathers into one buffer: copy out of it.
-void scatter_out(const std::vector<uint8_t>& staging, std::vector<Tensor>& outputs) {
+void scatter_out(const std::vector<uint8_t>& staging, TensorList& outputs) {
   size_t offset = 0;
   for (Tensor& out : outputs) {
     copy_bytes(out.data_ptr(), staging.data() + offset, out.nbytes());
@@ -190,8 +190,8 @@ void scatter(const Op& op) {
 
 // alltoallv: pieces may differ in size (each rank knows what it sends and what it expects).
 void all_to_all(const Op& op) {
-  std::vector<Tensor>& inputs = op.request.inputs;
-  std::vector<Tensor>& outputs = op.request.outputs;
+  TensorList& inputs = op.request.inputs;
+  TensorList& outputs = op.request.outputs;
   const auto me = static_cast<size_t>(op.rank());
   if (inputs[me].numel() != outputs[me].numel()) {
     throw InvalidArgument(fmt::format("{}: this rank sends itself {} but has room for {}",

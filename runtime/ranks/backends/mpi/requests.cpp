@@ -26,7 +26,7 @@ void expect_lists(const Comm& comm, const OpRequest& r, size_t inputs, size_t ou
 }
 
 // Every tensor of a list has like's dtype and element count.
-void expect_like(const Comm& comm, const OpRequest& r, const std::vector<Tensor>& list,
+void expect_like(const Comm& comm, const OpRequest& r, const TensorList& list,
                  const Tensor& like, std::string_view what) {
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].dtype() != like.dtype() || list[i].numel() != like.numel()) {
