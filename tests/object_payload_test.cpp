@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -60,6 +61,51 @@ TEST(ObjectPayload, RoundTripsEveryKindOfType) {
   expect_round_trip(std::tuple<int, double, std::string>{1, 2.5, "three"});
   expect_round_trip(Detection{"cat", {0, 1, 2, 3}, 5});
   expect_round_trip(std::vector<Detection>{{"a", {}, std::nullopt}, {"b", {1}, 2}});
+}
+
+// The loads of strings, number vectors and maps (container_loads.hpp) read in place from any
+// offset; the values below sit at odd offsets of their payloads.
+TEST(ObjectPayload, ContainersAtUnalignedOffsets) {
+  expect_round_trip(std::tuple<std::string, std::vector<double>>{"abc", {1.5, -2.0, 1e300}});
+  expect_round_trip(
+      std::tuple<uint8_t, std::vector<int16_t>, std::vector<uint8_t>>{7, {-1, 2}, {}});
+  expect_round_trip(std::tuple<char, std::vector<int64_t>>{'x', {}});
+  expect_round_trip(std::map<std::string, std::map<int, std::string>>{{"k", {{3, "c"}, {1, "a"}}}});
+  expect_round_trip(std::map<int, double, std::greater<>>{{1, 0.5}, {9, 2.5}, {4, -1.0}});
+  std::map<std::string, std::vector<float>> many;
+  for (int i = 0; i < 1000; ++i)
+    many["k" + std::to_string(i)] = std::vector<float>(i % 9, 0.5f * i);
+  expect_round_trip(many);
+}
+
+// A map's entries are (key, value) in a row, as a vector of pairs writes them: entries out of
+// order still make the right map, and a repeated key (a corrupt payload) keeps its first value,
+// as cereal's own load does, with the rest read normally.
+TEST(ObjectPayload, MapEntriesOutOfOrderOrRepeated) {
+  using Entries = std::vector<std::pair<std::string, int>>;
+  using Map = std::map<std::string, int>;
+  EXPECT_EQ(decode<Map>(encode(Entries{{"b", 1}, {"a", 2}, {"c", 3}}), "test"),
+            (Map{{"a", 2}, {"b", 1}, {"c", 3}}));
+  EXPECT_EQ(decode<Map>(encode(Entries{{"a", 1}, {"a", 2}, {"b", 3}}), "test"),
+            (Map{{"a", 1}, {"b", 3}}));
+}
+
+// encode() measures an object before writing it; a serialize() that writes more the second time
+// (it should not, but nothing stops it) still gets all of its bytes written.
+struct GrowsEachTime {
+  mutable int calls = 0;
+  template <class Archive>
+  void save(Archive& ar) const {
+    ++calls;
+    ar(std::vector<int>(static_cast<size_t>(calls) * 1000, calls));
+  }
+};
+
+TEST(ObjectPayload, AnObjectThatGrowsWhileEncodedIsWrittenWhole) {
+  GrowsEachTime value;
+  const Bytes bytes = encode(value);
+  EXPECT_EQ(value.calls, 2);
+  EXPECT_EQ(decode<std::vector<int>>(bytes, "test"), std::vector<int>(2000, 2));
 }
 
 TEST(ObjectPayload, HeaderIsMagicVersionAndLength) {

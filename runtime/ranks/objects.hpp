@@ -40,21 +40,20 @@ void broadcast_object_list(std::vector<T>& data, int src = 0, const Group& group
   }
 }
 
-// Every member's object, in group-rank order, on every member.
+// Every member's object, in group-rank order, on every member. This rank's own entry is a copy
+// of data (as with one rank), not data encoded and decoded again: the same value for any type
+// whose serialize() writes all of it, at a third of the cost.
 template <class T>
 std::vector<T> all_gather_object(const T& data, const Group& group = {},
                                  where_t where = where_t::current()) {
   if (get_world_size(group) <= 1) return {data};
   object::Parts parts =
       object::all_gather_bytes(object::encode(data), group, "all_gather_object", where);
-  std::vector<T> out(parts.size());
-  for (size_t r = 0; r < parts.size(); ++r) {
-    object::decode_into(parts[r], out[r], object::describe_rank(static_cast<int>(r), group));
-  }
-  return out;
+  return object::decode_parts<T>(parts, data, get_rank(group), group);
 }
 
-// Every member's object on dst (a group rank), in group-rank order; nullopt elsewhere.
+// Every member's object on dst (a group rank), in group-rank order; nullopt elsewhere. dst's own
+// entry is a copy of data, as in all_gather_object.
 template <class T>
 std::optional<std::vector<T>> gather_object(const T& data, int dst = 0, const Group& group = {},
                                             where_t where = where_t::current()) {
@@ -62,11 +61,7 @@ std::optional<std::vector<T>> gather_object(const T& data, int dst = 0, const Gr
   std::optional<object::Parts> parts =
       object::gather_bytes(object::encode(data), dst, group, "gather_object", where);
   if (!parts) return std::nullopt;
-  std::vector<T> out(parts->size());
-  for (size_t r = 0; r < parts->size(); ++r) {
-    object::decode_into((*parts)[r], out[r], object::describe_rank(static_cast<int>(r), group));
-  }
-  return out;
+  return object::decode_parts<T>(*parts, data, dst, group);
 }
 
 // Sums (or op) every value across the group with one flattened all_reduce, keys in sorted

@@ -4,6 +4,7 @@
 // truncated, corrupt or hostile payload fails with an error instead of a huge allocation or a
 // read past the end. cereal's own binary archive trusts its lengths, and streams cost a copy.
 
+#include <algorithm>
 #include <bit>
 #include <cereal/cereal.hpp>
 #include <cereal/types/array.hpp>
@@ -37,18 +38,48 @@ static_assert(std::endian::native == std::endian::little, "object payloads are l
 
 using Bytes = std::vector<uint8_t>;
 
+// Writes into `out` from its current end, with memcpy: an element costs a few instructions, not
+// a vector::insert call (which was a third of encoding a map of small vectors). The vector is
+// sized ahead (encode() measures the object first with a counting archive, which writes
+// nothing): growing it by doubling cost more in fresh pages than the counting pass costs. If a
+// serialize() writes more the second time, the vector still grows; the destructor cuts off what
+// was not written, so read `out` only after the archive is gone.
 class OutputArchive : public cereal::OutputArchive<OutputArchive, cereal::AllowEmptyClassElision> {
  public:
-  explicit OutputArchive(Bytes& out)
-      : cereal::OutputArchive<OutputArchive, cereal::AllowEmptyClassElision>(this), out_(&out) {}
+  // Counts the bytes written, stores nothing.
+  OutputArchive() : cereal::OutputArchive<OutputArchive, cereal::AllowEmptyClassElision>(this) {}
+  // Appends to out.
+  explicit OutputArchive(Bytes& out) : OutputArchive() {
+    out_ = &out;
+    used_ = out.size();
+  }
+  ~OutputArchive() override {
+    if (out_ != nullptr) out_->resize(used_);
+  }
+  OutputArchive(const OutputArchive&) = delete;
+  OutputArchive& operator=(const OutputArchive&) = delete;
 
   void write(const void* data, size_t count) {
-    const auto* bytes = static_cast<const uint8_t*>(data);
-    out_->insert(out_->end(), bytes, bytes + count);
+    if (out_ != nullptr) {
+      if (count > out_->size() - used_) grow(count);
+      if (count > 0) std::memcpy(out_->data() + used_, data, count);
+    }
+    used_ += count;
+  }
+  // Where the next write goes; from a counting archive, the bytes the object takes.
+  size_t written() const { return used_; }
+  // Room for count more bytes without growing (the counting pass's result).
+  void reserve(size_t count) {
+    if (out_ != nullptr && count > out_->size() - used_) out_->resize(used_ + count);
   }
 
  private:
-  Bytes* out_;
+  void grow(size_t count) {
+    out_->resize(std::max({out_->size() * 2, used_ + count, size_t{4096}}));
+  }
+
+  Bytes* out_ = nullptr;
+  size_t used_ = 0;
 };
 
 class InputArchive : public cereal::InputArchive<InputArchive, cereal::AllowEmptyClassElision> {
@@ -57,12 +88,18 @@ class InputArchive : public cereal::InputArchive<InputArchive, cereal::AllowEmpt
       : cereal::InputArchive<InputArchive, cereal::AllowEmptyClassElision>(this), in_(in) {}
 
   void read(void* data, size_t count) {
+    const uint8_t* from = take(count);
+    if (count > 0) std::memcpy(data, from, count);
+  }
+  // The next count bytes, in place (for loads that copy them straight into their container).
+  const uint8_t* take(size_t count) {
     if (count > remaining()) {
       throw cereal::Exception("the payload ends " + std::to_string(count - remaining()) +
                               " bytes early");
     }
-    if (count > 0) std::memcpy(data, in_.data() + position_, count);
+    const uint8_t* at = in_.data() + position_;
     position_ += count;
+    return at;
   }
   size_t remaining() const { return in_.size() - position_; }
 
@@ -123,5 +160,7 @@ void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar, cereal::BinaryData<T>& data) {
 }
 
 }  // namespace ranks::object
+
+#include "ranks/object/container_loads.hpp"  // IWYU pragma: export
 
 CEREAL_SETUP_ARCHIVE_TRAITS(ranks::object::InputArchive, ranks::object::OutputArchive)

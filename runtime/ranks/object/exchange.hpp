@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,12 @@ class Parts {
   size_t offset_;
 };
 
+// Every member's object from parts, in group-rank order; the entry of group rank `self` is a copy
+// of `own` instead: a rank has its object already, and copying a container costs far less than
+// decoding it (std::map's copy clones the tree, no comparisons and no rebalancing).
+template <class T>
+std::vector<T> decode_parts(const Parts& parts, const T& own, int self, const Group& group);
+
 // `op` names the object collective in messages ("all_gather_object").
 Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, where_t where);
 // On dst (a group rank): every member's payload; elsewhere nullopt.
@@ -51,5 +58,19 @@ void stream_to_root(Bytes mine, int dst, const Group& group, std::string_view op
 
 // "rank 3" or "rank 3 of group 'world/0,3'", for messages.
 std::string describe_rank(int group_rank, const Group& group);
+
+template <class T>
+std::vector<T> decode_parts(const Parts& parts, const T& own, int self, const Group& group) {
+  std::vector<T> out;
+  out.reserve(parts.size());
+  for (size_t r = 0; r < parts.size(); ++r) {
+    if (static_cast<int>(r) == self) {
+      out.push_back(own);
+    } else {
+      decode_into(parts[r], out.emplace_back(), describe_rank(static_cast<int>(r), group));
+    }
+  }
+  return out;
+}
 
 }  // namespace ranks::object

@@ -32,9 +32,12 @@ void check_announced_size(uint64_t bytes, std::string_view from, std::string_vie
 
 template <class T>
 Bytes encode(const T& value) {
+  OutputArchive counter;
+  counter(value);
   Bytes out(header_bytes);
   {
     OutputArchive archive(out);
+    archive.reserve(counter.written());
     archive(value);
   }
   write_header(out, out.size() - header_bytes);

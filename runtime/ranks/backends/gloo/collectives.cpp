@@ -19,6 +19,7 @@
 #include <gloo/types.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "ranks/backends/gloo/types.hpp"
@@ -128,11 +129,17 @@ void reduce(const Op& op) {
   if (op.is_root()) finish_mean(tensor, op.request.reduce_op, op.size());
 }
 
+// A receive buffer gloo fills entirely: left uninitialized, since zeroing it first (as a
+// std::vector would) costs a pass over memory as large as the whole gathered result.
+std::unique_ptr<uint8_t[]> receive_buffer(size_t bytes) {
+  return std::make_unique_for_overwrite<uint8_t[]>(bytes);
+}
+
 // The outputs are separate tensors and gloo gathers into one buffer: copy out of it.
-void scatter_out(const std::vector<uint8_t>& staging, TensorList& outputs) {
+void scatter_out(const uint8_t* staging, TensorList& outputs) {
   size_t offset = 0;
   for (Tensor& out : outputs) {
-    copy_bytes(out.data_ptr(), staging.data() + offset, out.nbytes());
+    copy_bytes(out.data_ptr(), staging + offset, out.nbytes());
     offset += out.nbytes();
   }
 }
@@ -140,34 +147,34 @@ void scatter_out(const std::vector<uint8_t>& staging, TensorList& outputs) {
 void all_gather(const Op& op) {
   Tensor& in = op.request.inputs.front();
   if (in.numel() == 0) return;
-  std::vector<uint8_t> staging(in.nbytes() * static_cast<size_t>(op.size()));
+  auto staging = receive_buffer(in.nbytes() * static_cast<size_t>(op.size()));
   visit_word(in.dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::AllgatherOptions>();
     options->setInput(words<W>(in), count(in));
-    options->setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
+    options->setOutput(reinterpret_cast<W*>(staging.get()), count(in) * op.size());
     ::gloo::allgather(*options);
     op.keep(options);
   });
-  scatter_out(staging, op.request.outputs);
+  scatter_out(staging.get(), op.request.outputs);
 }
 
 void gather(const Op& op) {
   Tensor& in = op.request.inputs.front();
   if (in.numel() == 0) return;
-  std::vector<uint8_t> staging(op.is_root() ? in.nbytes() * static_cast<size_t>(op.size()) : 0);
+  auto staging = receive_buffer(op.is_root() ? in.nbytes() * static_cast<size_t>(op.size()) : 0);
   visit_word(in.dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::GatherOptions>();
     options->setInput(words<W>(in), count(in));
     if (op.is_root()) {
-      options->setOutput(reinterpret_cast<W*>(staging.data()), count(in) * op.size());
+      options->setOutput(reinterpret_cast<W*>(staging.get()), count(in) * op.size());
     }
     options->setRoot(op.request.root);
     ::gloo::gather(*options);
     op.keep(options);
   });
-  if (op.is_root()) scatter_out(staging, op.request.outputs);
+  if (op.is_root()) scatter_out(staging.get(), op.request.outputs);
 }
 
 void scatter(const Op& op) {
@@ -211,16 +218,16 @@ void all_to_all(const Op& op) {
     receives.push_back(out.numel());
     out_bytes += out.nbytes();
   }
-  std::vector<uint8_t> out_staging(out_bytes);
+  auto out_staging = receive_buffer(out_bytes);
   visit_word(inputs.front().dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::AlltoallvOptions>();
     options->setInput(reinterpret_cast<W*>(in_staging.data()), sends);
-    options->setOutput(reinterpret_cast<W*>(out_staging.data()), receives);
+    options->setOutput(reinterpret_cast<W*>(out_staging.get()), receives);
     ::gloo::alltoallv(*options);
     op.keep(options);
   });
-  scatter_out(out_staging, outputs);
+  scatter_out(out_staging.get(), outputs);
 }
 
 // new_group's agreement on the world: every rank must be creating the same group (the hash of
