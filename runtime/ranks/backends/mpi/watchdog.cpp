@@ -14,7 +14,7 @@ Watchdog::Watch::Watch(const Comm& comm, const OpRequest& op, std::chrono::milli
       timeout_(timeout),
       start_(timeout.count() > 0 ? Clock::now() : Clock::time_point{}),
       deadline_(start_ + timeout) {
-  if (timeout_.count() > 0) instance().add(this);
+  if (timeout_.count() > 0) slot_ = instance().add(this);
 }
 
 Watchdog::Watch::~Watch() {
@@ -31,43 +31,72 @@ Watchdog::Watchdog() {
   std::thread([this] { loop(); }).detach();
 }
 
-void Watchdog::add(Watch* watch) {
-  bool earlier = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    watched_.push_back(watch);
-    earlier = watch->deadline_ < sleeps_until_;
+namespace {
+
+// The slot value of a call the watchdog is timing out; never a real Watch's address.
+Watchdog::Watch* claimed() {
+  alignas(Watchdog::Watch) static std::byte marker[1];
+  return reinterpret_cast<Watchdog::Watch*>(marker);
+}
+
+}  // namespace
+
+size_t Watchdog::add(Watch* watch) {
+  size_t i = 0;
+  for (;; i = (i + 1) % kSlots) {
+    Watch* empty = nullptr;
+    if (slots_[i].compare_exchange_strong(empty, watch)) break;
+    // Every slot busy: kSlots threads are inside blocking MPI calls at once; one returns soon.
+    if (i + 1 == kSlots) std::this_thread::yield();
   }
-  if (earlier) wake_.notify_one();
+  // Published before this read (both sequentially consistent): either the thread's rescan sees the
+  // watch, or this read sees the deadline it went to sleep with and wakes it when ours is earlier.
+  if (watch->deadline_.time_since_epoch().count() < sleeps_until_.load()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake_.notify_one();
+  }
+  return i;
 }
 
 void Watchdog::remove(Watch* watch) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  // The watchdog has declared a timeout and is ending the process: a call that returned just now
+  Watch* mine = watch;
+  if (slots_[watch->slot_].compare_exchange_strong(mine, nullptr)) return;
+  // The watchdog has claimed this call and is ending the process: a call that returned just now
   // must not carry on as if nothing happened.
-  while (fired_) wake_.wait(lock);
-  std::erase(watched_, watch);
+  hold_forever();
+}
+
+void Watchdog::hold_forever() {
+  std::unique_lock<std::mutex> lock(mutex_);  // the firing thread holds it until exit
+  for (;;) wake_.wait(lock);
+}
+
+Watchdog::Clock::time_point Watchdog::scan(Clock::time_point now) {
+  Clock::time_point next = Clock::time_point::max();
+  for (std::atomic<Watch*>& slot : slots_) {
+    Watch* watch = slot.load();
+    if (watch == nullptr || watch == claimed()) continue;
+    if (watch->deadline_ <= now) {
+      // Claimed, the call cannot return past remove(), so the watch stays valid while we report.
+      if (!slot.compare_exchange_strong(watch, claimed())) continue;  // it returned just now
+      const Timeout timeout(timeout_text(
+          watch->comm_, watch->op_, now - watch->start_, watch->timeout_,
+          "a blocking MPI call can be neither interrupted nor cancelled, so this process "
+          "exits (the launcher then stops the other ranks)"));
+      ranks::detail::exit_on(timeout);
+    }
+    next = std::min(next, watch->deadline_);
+  }
+  return next;
 }
 
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    const Clock::time_point now = Clock::now();
-    Clock::time_point next = Clock::time_point::max();
-    for (const Watch* watch : watched_) {
-      if (watch->deadline_ <= now) {
-        fired_ = true;
-        // The watch stays valid: its call cannot return past remove() while fired_ holds.
-        const Timeout timeout(timeout_text(
-            watch->comm_, watch->op_, now - watch->start_, watch->timeout_,
-            "a blocking MPI call can be neither interrupted nor cancelled, so this process "
-            "exits (the launcher then stops the other ranks)"));
-        lock.unlock();
-        ranks::detail::exit_on(timeout);
-      }
-      next = std::min(next, watch->deadline_);
-    }
-    sleeps_until_ = next;
+    Clock::time_point next = scan(Clock::now());
+    sleeps_until_.store(next.time_since_epoch().count());
+    // A watch published during the scan whose adder read the old deadline: look again.
+    if (scan(Clock::now()) < next) continue;
     if (next == Clock::time_point::max()) {
       wake_.wait(lock);
     } else {
