@@ -32,6 +32,7 @@ struct Carries {
   Carries() = default;
   Carries(const Tensor& tensor) : one(&tensor) {}            // NOLINT: implicit on purpose
   Carries(const std::vector<Tensor>& list) : many(&list) {}  // NOLINT: implicit on purpose
+  bool none() const { return one == nullptr && many == nullptr; }
   void into(TensorList& list) const {
     if (one != nullptr) list.push_back(*one);
     if (many != nullptr) list.assign(many->begin(), many->end());
@@ -41,8 +42,8 @@ struct Carries {
 OpRequest request(OpKind kind, Carries inputs = {}, Carries outputs = {}) {
   OpRequest r;
   r.kind = kind;
-  inputs.into(r.inputs);
-  outputs.into(r.outputs);
+  if (!inputs.none()) inputs.into(r.inputs);
+  if (!outputs.none()) outputs.into(r.outputs);
   return r;
 }
 

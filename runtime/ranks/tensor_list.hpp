@@ -4,12 +4,14 @@
 // allocation, and an empty list (a barrier's) costs next to nothing to build, move or destroy.
 // Longer lists live in a std::vector on the heap. (boost::container::small_vector was measured
 // first: its moves go element by element and added ~180 instructions to every simulated barrier;
-// a std::vector member instead of the pointer cost ~100.)
+// a std::vector member instead of the pointer cost ~100.) A list of one keeps its tensor in a
+// union, so an empty list never constructs or destroys one.
 
 #include <cstddef>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -19,47 +21,62 @@ namespace ranks {
 
 class TensorList {
  public:
-  TensorList() = default;
-  TensorList(std::initializer_list<Tensor> tensors) { assign(tensors.begin(), tensors.end()); }
+  TensorList() noexcept {}  // NOLINT: the union member stays unconstructed while empty
+  TensorList(std::initializer_list<Tensor> tensors) : TensorList() {
+    assign(tensors.begin(), tensors.end());
+  }
   template <class It>
-  TensorList(It first, It last) {
+  TensorList(It first, It last) : TensorList() {
     assign(first, last);
   }
-  TensorList(const TensorList& other) { assign(other.begin(), other.end()); }
-  TensorList(TensorList&& other) noexcept
-      : one_(std::move(other.one_)), many_(std::move(other.many_)), size_(other.size_) {
+  TensorList(const TensorList& other) : TensorList() { assign(other.begin(), other.end()); }
+  TensorList(TensorList&& other) noexcept : many_(std::move(other.many_)), size_(other.size_) {
+    if (size_ == 1) take_one(other);
     other.size_ = 0;
   }
-  ~TensorList() = default;
+  ~TensorList() {
+    if (size_ == 1) one_.~Tensor();
+  }
   TensorList& operator=(const TensorList& other) {
     if (this != &other) assign(other.begin(), other.end());
     return *this;
   }
   TensorList& operator=(TensorList&& other) noexcept {
-    one_ = std::move(other.one_);
+    if (this == &other) return *this;
+    clear();
     many_ = std::move(other.many_);
-    size_ = std::exchange(other.size_, 0);
+    size_ = other.size_;
+    if (size_ == 1) take_one(other);
+    other.size_ = 0;
     return *this;
   }
 
   template <class It>
   void assign(It first, It last) {
-    clear();
+    // The new contents are built before the old are dropped: the range may be this list's own.
     const auto count = static_cast<size_t>(std::distance(first, last));
     if (count == 1) {
-      one_ = *first;
+      Tensor only(*first);
+      clear();
+      new (&one_) Tensor(std::move(only));
     } else if (count > 1) {
-      many_ = std::make_unique<std::vector<Tensor>>(first, last);
+      auto many = std::make_unique<std::vector<Tensor>>(first, last);
+      clear();
+      many_ = std::move(many);
+    } else {
+      clear();
     }
     size_ = count;
   }
   void push_back(Tensor tensor) {
     if (size_ == 0) {
-      one_ = std::move(tensor);
+      new (&one_) Tensor(std::move(tensor));
     } else {
       if (size_ == 1) {
         if (!many_) many_ = std::make_unique<std::vector<Tensor>>();
+        many_->reserve(2);  // may throw; the two moves below then cannot
         many_->push_back(std::move(one_));
+        one_.~Tensor();
       }
       many_->push_back(std::move(tensor));
     }
@@ -71,7 +88,7 @@ class TensorList {
     many_->reserve(count);
   }
   void clear() {
-    one_ = Tensor{};
+    if (size_ == 1) one_.~Tensor();
     if (many_) many_->clear();
     size_ = 0;
   }
@@ -90,7 +107,16 @@ class TensorList {
   const Tensor* end() const { return data() + size_; }
 
  private:
-  Tensor one_;                                 // the element of a list of one
+  void take_one(TensorList& other) noexcept {
+    new (&one_) Tensor(std::move(other.one_));
+    other.one_.~Tensor();
+  }
+
+  // The element of a list of one, alive only while size_ == 1: an empty list (a barrier's, a
+  // send's outputs) then costs nothing to build, move or destroy.
+  union {
+    Tensor one_;
+  };
   std::unique_ptr<std::vector<Tensor>> many_;  // every element of a longer list (may be empty)
   size_t size_ = 0;
 };
