@@ -59,16 +59,15 @@ size_t Watchdog::add(Watch* watch) {
 }
 
 void Watchdog::remove(Watch* watch) {
-  Watch* mine = watch;
-  if (slots_[watch->slot_].compare_exchange_strong(mine, nullptr)) return;
-  // The watchdog has claimed this call and is ending the process: a call that returned just now
-  // must not carry on as if nothing happened.
-  hold_forever();
-}
-
-void Watchdog::hold_forever() {
-  std::unique_lock<std::mutex> lock(mutex_);  // the firing thread holds it until exit
-  for (;;) wake_.wait(lock);
+  std::atomic<Watch*>& slot = slots_[watch->slot_];
+  for (;;) {
+    Watch* mine = watch;
+    if (slot.compare_exchange_strong(mine, nullptr)) return;
+    // Claimed: the watchdog is either ending the process (a call that returned just now must not
+    // carry on as if nothing happened: this never returns) or finds the call was not overdue (a
+    // new call in an old one's place) and hands the slot back within a few instructions.
+    while (slot.load() == claimed()) std::this_thread::yield();
+  }
 }
 
 Watchdog::Clock::time_point Watchdog::scan(Clock::time_point now) {
@@ -79,6 +78,13 @@ Watchdog::Clock::time_point Watchdog::scan(Clock::time_point now) {
     if (watch->deadline_ <= now) {
       // Claimed, the call cannot return past remove(), so the watch stays valid while we report.
       if (!slot.compare_exchange_strong(watch, claimed())) continue;  // it returned just now
+      if (watch->deadline_ > now) {
+        // Read before the claim, the deadline was a returned call's; a new call took its place
+        // at the same address.
+        slot.store(watch);
+        next = std::min(next, watch->deadline_);
+        continue;
+      }
       const Timeout timeout(timeout_text(
           watch->comm_, watch->op_, now - watch->start_, watch->timeout_,
           "a blocking MPI call can be neither interrupted nor cancelled, so this process "

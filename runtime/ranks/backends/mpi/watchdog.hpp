@@ -54,10 +54,10 @@ class Watchdog {
   [[noreturn]] void loop();
   // The earliest deadline in the table (max when empty); fires a watch past its deadline.
   Clock::time_point scan(Clock::time_point now);
-  [[noreturn]] void hold_forever();
 
-  // One slot per call in progress: empty (null), a call, or claimed by the watchdog for the call
-  // it is timing out (that call then never returns).
+  // One slot per call in progress: empty (null), a call, or claimed by the watchdog while it
+  // checks an overdue call and reports it (a call whose slot is claimed waits in remove(); if
+  // it is reported, it never returns).
   static constexpr size_t kSlots = 64;
   std::array<std::atomic<Watch*>, kSlots> slots_{};
   // The deadline the thread sleeps until, as a count of Clock ticks.
