@@ -328,6 +328,70 @@ TEST_P(BlockingAmongAsync, EveryResultIsRight) {
 INSTANTIATE_TEST_SUITE_P(Backends, BlockingAmongAsync, ::testing::ValuesIn(test_backends()),
                          [](const auto& param_info) { return param_info.param; });
 
+// Outputs that are back-to-back slices of one buffer are received into directly by gloo and MPI
+// (ranks/detail/adjacent.hpp); every other layout goes through staging. Each layout must give
+// the same results, and an input that lies inside the outputs must not be clobbered before it
+// is sent.
+class GatherIntoSlices : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GatherIntoSlices, EveryLayoutGetsEveryPart) {
+  run_on(GetParam(), 3, [] {
+    const int rank = get_rank();
+    const int n = get_world_size();
+    constexpr int64_t count = 5;
+    auto part = [](int r, int64_t i) { return static_cast<int32_t>(100 * r + i); };
+    Tensor in = make_tensor(DType::Int32, count, [&](int64_t i) { return part(rank, i); });
+    auto expect_parts = [&](const std::vector<Tensor>& out, const char* layout) {
+      SCOPED_TRACE(layout);
+      ASSERT_EQ(out.size(), static_cast<size_t>(n));
+      for (int r = 0; r < n; ++r) {
+        std::vector<int32_t> want;
+        for (int64_t i = 0; i < count; ++i) want.push_back(part(r, i));
+        EXPECT_EQ(out[static_cast<size_t>(r)].to_vector<int32_t>(), want) << "part of rank " << r;
+      }
+    };
+    // Slices of `buffer` in the order given (rank order: adjacent; reversed: not).
+    auto slices = [&](std::vector<int32_t>& buffer, bool reversed) {
+      buffer.assign(static_cast<size_t>(n * count), -1);
+      std::vector<Tensor> out;
+      for (int r = 0; r < n; ++r) {
+        const int slot = reversed ? n - 1 - r : r;
+        out.push_back(
+            Tensor::from_blob(buffer.data() + slot * count, {count}, DType::Int32, Device::cpu()));
+      }
+      return out;
+    };
+    for (bool reversed : {false, true}) {
+      std::vector<int32_t> buffer;
+      std::vector<Tensor> out = slices(buffer, reversed);
+      all_gather_async(out, in).wait();
+      expect_parts(out, reversed ? "all_gather, reversed slices" : "all_gather, slices");
+    }
+    {
+      // The input is this rank's own slice (torch's all_gather_into_tensor idiom).
+      std::vector<int32_t> buffer;
+      std::vector<Tensor> out = slices(buffer, false);
+      out[static_cast<size_t>(rank)].copy_(in);
+      all_gather_async(out, out[static_cast<size_t>(rank)]).wait();
+      expect_parts(out, "all_gather, input inside the outputs");
+    }
+    for (bool reversed : {false, true}) {
+      std::vector<int32_t> buffer;
+      std::vector<Tensor> out;
+      if (rank == 1) out = slices(buffer, reversed);
+      gather_async(out, in, 1).wait();
+      if (rank == 1) {
+        expect_parts(out, reversed ? "gather, reversed slices" : "gather, slices");
+      } else {
+        EXPECT_TRUE(out.empty());
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GatherIntoSlices, ::testing::ValuesIn(test_backends()),
+                         [](const auto& param_info) { return param_info.param; });
+
 TEST(CollectivesAsync, MeanKeepsIntegerDtypeAndTruncates) {
   // MMEngine: int64 mean of [1,2] and [3,4] over 2 ranks is [2,3]; negatives truncate toward 0.
   run_ranks(2, [] {

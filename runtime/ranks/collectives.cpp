@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ranks/detail/dispatch.hpp"
+#include "ranks/detail/gather_into.hpp"
 #include "ranks/init.hpp"
 
 namespace ranks {
@@ -172,6 +173,16 @@ std::vector<Tensor> gather(const Tensor& in, int dst, const Group& group, where_
   std::vector<Tensor> out;
   gather_op(out, in, dst, group, where, Waits::AtOnce).wait();
   return out;
+}
+
+void detail::all_gather_into(std::vector<Tensor>& out, const Tensor& in, const Group& group,
+                             where_t where) {
+  all_gather_op(out, in, group, where, Waits::AtOnce).wait();
+}
+
+void detail::gather_into(std::vector<Tensor>& out, const Tensor& in, int dst, const Group& group,
+                         where_t where) {
+  gather_op(out, in, dst, group, where, Waits::AtOnce).wait();
 }
 
 namespace {

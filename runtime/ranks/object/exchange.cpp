@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ranks/capabilities.hpp"
+#include "ranks/detail/gather_into.hpp"
 #include "ranks/init.hpp"
 
 namespace ranks::object {
@@ -27,38 +28,66 @@ Tensor on_host(const Tensor& t) {
   return t.device().type == Device::Type::CPU ? t : t.to(Device::cpu());
 }
 
+constexpr size_t head_bytes = 8 + eager_bytes;
+
 // A payload's length (8 bytes) followed by its first eager_bytes: the whole payload when it is
 // small.
-Tensor head_of(const Bytes& payload) {
-  Tensor head = Tensor::zeros({static_cast<int64_t>(8 + eager_bytes)}, DType::UInt8);
-  auto* data = static_cast<uint8_t*>(head.data_ptr());
+void write_head(const Bytes& payload, uint8_t* head) {
   const uint64_t length = payload.size();
-  std::memcpy(data, &length, 8);
-  std::memcpy(data + 8, payload.data(), std::min<uint64_t>(length, eager_bytes));
-  return head;
+  const size_t copied = std::min<uint64_t>(length, eager_bytes);
+  std::memcpy(head, &length, 8);
+  if (copied > 0) std::memcpy(head + 8, payload.data(), copied);
+  std::memset(head + 8 + copied, 0, eager_bytes - copied);
 }
 
-uint64_t length_in(const Tensor& head) {
+uint64_t length_in(const uint8_t* head) {
   uint64_t length = 0;
-  std::memcpy(&length, head.data_ptr(), 8);
+  std::memcpy(&length, head, 8);
   return length;
 }
 
-// Every member's head (in host memory) and payload length, the lengths checked on every rank
-// alike.
-std::pair<std::vector<Tensor>, std::vector<uint64_t>> all_gather_heads(const Bytes& mine,
-                                                                       const Group& group,
-                                                                       std::string_view op,
-                                                                       where_t where) {
-  Tensor head = head_of(mine);
+Tensor bytes_tensor(uint8_t* data, size_t bytes) {
+  return Tensor::from_blob(data, {static_cast<int64_t>(bytes)}, DType::UInt8, Device::cpu());
+}
+
+// Every member's `each` bytes from mine: all-gathered (dst < 0) or gathered to dst.
+Slots exchange(uint8_t* mine, size_t each, int dst, const Group& group, where_t where) {
   const Device device = comm_device();
-  std::vector<Tensor> heads =
-      all_gather(device.type == Device::Type::CPU ? head : head.to(device), group, where);
+  const bool receives = dst < 0 || get_rank(group) == dst;
+  Slots slots;
+  Tensor in = bytes_tensor(mine, each);
+  if (device.type == Device::Type::CPU && receives) {
+    const auto members = static_cast<size_t>(get_world_size(group));
+    // Uninitialized: the gather writes every byte.
+    slots.block = std::make_unique_for_overwrite<uint8_t[]>(members * each);
+    slots.tensors.reserve(members);
+    for (size_t r = 0; r < members; ++r) {
+      slots.tensors.push_back(bytes_tensor(slots.block.get() + r * each, each));
+    }
+  } else if (device.type != Device::Type::CPU) {
+    in = in.to(device);
+  }
+  if (dst < 0) {
+    ranks::detail::all_gather_into(slots.tensors, in, group, where);
+  } else {
+    ranks::detail::gather_into(slots.tensors, in, dst, group, where);
+  }
+  if (device.type != Device::Type::CPU) {
+    for (Tensor& t : slots.tensors) t = t.to(Device::cpu());
+  }
+  return slots;
+}
+
+// Every member's head and payload length, the lengths checked on every rank alike.
+std::pair<Slots, std::vector<uint64_t>> all_gather_heads(const Bytes& mine, const Group& group,
+                                                         std::string_view op, where_t where) {
+  Bytes head(head_bytes);
+  write_head(mine, head.data());
+  Slots heads = exchange(head.data(), head_bytes, -1, group, where);
   std::vector<uint64_t> lengths;
-  lengths.reserve(heads.size());
-  for (size_t r = 0; r < heads.size(); ++r) {
-    heads[r] = on_host(heads[r]);
-    lengths.push_back(length_in(heads[r]));
+  lengths.reserve(heads.tensors.size());
+  for (size_t r = 0; r < heads.tensors.size(); ++r) {
+    lengths.push_back(length_in(static_cast<const uint8_t*>(heads.tensors[r].data_ptr())));
     check_announced_size(lengths.back(), describe_rank(static_cast<int>(r), group), op);
   }
   return {std::move(heads), std::move(lengths)};
@@ -68,18 +97,13 @@ uint64_t largest(const std::vector<uint64_t>& lengths) {
   return lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
 }
 
-std::vector<Tensor> all_on_host(std::vector<Tensor> tensors) {
-  for (Tensor& t : tensors) t = on_host(t);
-  return tensors;
-}
-
 }  // namespace
 
-Parts::Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths, size_t offset)
-    : buffers_(std::move(buffers)), lengths_(std::move(lengths)), offset_(offset) {}
+Parts::Parts(Slots slots, std::vector<uint64_t> lengths, size_t offset)
+    : slots_(std::move(slots)), lengths_(std::move(lengths)), offset_(offset) {}
 
 std::span<const uint8_t> Parts::operator[](size_t rank) const {
-  return {static_cast<const uint8_t*>(buffers_[rank].data_ptr()) + offset_, lengths_[rank]};
+  return {static_cast<const uint8_t*>(slots_.tensors[rank].data_ptr()) + offset_, lengths_[rank]};
 }
 
 std::string describe_rank(int group_rank, const Group& group) {
@@ -91,8 +115,7 @@ Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, wher
   auto [heads, lengths] = all_gather_heads(mine, group, op, where);
   if (largest(lengths) <= eager_bytes) return Parts(std::move(heads), std::move(lengths), 8);
   mine.resize(largest(lengths));  // every rank sends the same count; the padding is cut off
-  std::vector<Tensor> parts = all_gather(on_comm_device(mine, comm_device()), group, where);
-  return Parts(all_on_host(std::move(parts)), std::move(lengths));
+  return Parts(exchange(mine.data(), mine.size(), -1, group, where), std::move(lengths));
 }
 
 std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::string_view op,
@@ -103,20 +126,22 @@ std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::
     return Parts(std::move(heads), std::move(lengths), 8);
   }
   mine.resize(largest(lengths));
-  std::vector<Tensor> parts = gather(on_comm_device(mine, comm_device()), dst, group, where);
+  Slots parts = exchange(mine.data(), mine.size(), dst, group, where);
   if (get_rank(group) != dst) return std::nullopt;
-  return Parts(all_on_host(std::move(parts)), std::move(lengths));
+  return Parts(std::move(parts), std::move(lengths));
 }
 
 void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_view op,
                      where_t where) {
   const Device device = comm_device();
   const bool is_src = get_rank(group) == src;
-  Tensor head = head_of(is_src ? payload : Bytes{});
+  Bytes head_buffer(head_bytes);
+  write_head(is_src ? payload : Bytes{}, head_buffer.data());
+  Tensor head = bytes_tensor(head_buffer.data(), head_bytes);
   if (device.type != Device::Type::CPU) head = head.to(device);
   broadcast(head, src, group, where);
   head = on_host(head);
-  const uint64_t bytes = length_in(head);
+  const uint64_t bytes = length_in(static_cast<const uint8_t*>(head.data_ptr()));
   check_announced_size(bytes, describe_rank(src, group), op);
   if (!is_src) payload.resize(bytes);
   if (bytes <= eager_bytes) {

@@ -6,6 +6,7 @@
 // rank allocating garbage and the others hanging.
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -21,16 +22,25 @@ namespace ranks::object {
 // instead of two: small objects, such as metrics, statuses and paths, are latency-bound).
 inline constexpr uint64_t eager_bytes = 1024 - 8;
 
+// Every member's `each` bytes after a gather, in host memory, in group-rank order. On the cpu
+// they were received straight into back-to-back slots of one block (gloo and MPI gather into one
+// buffer: no staging block, no copy out of it); from a GPU comm device they are host copies.
+struct Slots {
+  std::unique_ptr<uint8_t[]> block;  // the slots' memory, on the cpu
+  std::vector<Tensor> tensors;       // one per member (none on a gather's non-root)
+};
+
 // The payloads of a group's members, in group-rank order, in host memory. They stay in the
-// (padded) receive buffers, from `offset` on: slicing them out would copy every byte once more.
+// (padded) slots they were received in, from `offset` on: slicing them out would copy every byte
+// once more.
 class Parts {
  public:
-  Parts(std::vector<Tensor> buffers, std::vector<uint64_t> lengths, size_t offset = 0);
+  Parts(Slots slots, std::vector<uint64_t> lengths, size_t offset = 0);
   size_t size() const { return lengths_.size(); }
   std::span<const uint8_t> operator[](size_t rank) const;
 
  private:
-  std::vector<Tensor> buffers_;
+  Slots slots_;
   std::vector<uint64_t> lengths_;
   size_t offset_;
 };

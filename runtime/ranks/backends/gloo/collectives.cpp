@@ -24,6 +24,7 @@
 
 #include "ranks/backends/gloo/types.hpp"
 #include "ranks/backends/gloo/work.hpp"
+#include "ranks/detail/adjacent.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::gloo::detail {
@@ -135,8 +136,27 @@ std::unique_ptr<uint8_t[]> receive_buffer(size_t bytes) {
   return std::make_unique_for_overwrite<uint8_t[]>(bytes);
 }
 
-// The outputs are separate tensors and gloo gathers into one buffer: copy out of it.
-void scatter_out(const uint8_t* staging, TensorList& outputs) {
+// gloo gathers into one buffer: the outputs themselves when they lie back to back, else staging
+// that scatter_out copies from.
+struct Receive {
+  std::unique_ptr<uint8_t[]> staging;
+  uint8_t* at = nullptr;
+};
+
+Receive receive_into(TensorList& outputs, const Tensor& in, size_t bytes) {
+  Receive r;
+  r.at = ranks::detail::adjacent_outputs(outputs, in);
+  if (r.at == nullptr) {
+    r.staging = receive_buffer(bytes);
+    r.at = r.staging.get();
+  }
+  return r;
+}
+
+// The outputs are separate tensors and gloo gathered into one buffer: copy out of it.
+void scatter_out(const Receive& r, TensorList& outputs) {
+  if (r.staging == nullptr) return;  // received in place
+  const uint8_t* staging = r.staging.get();
   size_t offset = 0;
   for (Tensor& out : outputs) {
     copy_bytes(out.data_ptr(), staging + offset, out.nbytes());
@@ -147,34 +167,38 @@ void scatter_out(const uint8_t* staging, TensorList& outputs) {
 void all_gather(const Op& op) {
   Tensor& in = op.request.inputs.front();
   if (in.numel() == 0) return;
-  auto staging = receive_buffer(in.nbytes() * static_cast<size_t>(op.size()));
+  Receive received =
+      receive_into(op.request.outputs, in, in.nbytes() * static_cast<size_t>(op.size()));
   visit_word(in.dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::AllgatherOptions>();
     options->setInput(words<W>(in), count(in));
-    options->setOutput(reinterpret_cast<W*>(staging.get()), count(in) * op.size());
+    options->setOutput(reinterpret_cast<W*>(received.at), count(in) * op.size());
     ::gloo::allgather(*options);
     op.keep(options);
   });
-  scatter_out(staging.get(), op.request.outputs);
+  scatter_out(received, op.request.outputs);
 }
 
 void gather(const Op& op) {
   Tensor& in = op.request.inputs.front();
   if (in.numel() == 0) return;
-  auto staging = receive_buffer(op.is_root() ? in.nbytes() * static_cast<size_t>(op.size()) : 0);
+  Receive received;  // only the root receives
+  if (op.is_root()) {
+    received = receive_into(op.request.outputs, in, in.nbytes() * static_cast<size_t>(op.size()));
+  }
   visit_word(in.dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::GatherOptions>();
     options->setInput(words<W>(in), count(in));
     if (op.is_root()) {
-      options->setOutput(reinterpret_cast<W*>(staging.get()), count(in) * op.size());
+      options->setOutput(reinterpret_cast<W*>(received.at), count(in) * op.size());
     }
     options->setRoot(op.request.root);
     ::gloo::gather(*options);
     op.keep(options);
   });
-  if (op.is_root()) scatter_out(staging.get(), op.request.outputs);
+  if (op.is_root()) scatter_out(received, op.request.outputs);
 }
 
 void scatter(const Op& op) {
@@ -218,16 +242,18 @@ void all_to_all(const Op& op) {
     receives.push_back(out.numel());
     out_bytes += out.nbytes();
   }
-  auto out_staging = receive_buffer(out_bytes);
+  Receive received;
+  received.staging = receive_buffer(out_bytes);
+  received.at = received.staging.get();
   visit_word(inputs.front().dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::AlltoallvOptions>();
     options->setInput(reinterpret_cast<W*>(in_staging.data()), sends);
-    options->setOutput(reinterpret_cast<W*>(out_staging.get()), receives);
+    options->setOutput(reinterpret_cast<W*>(received.at), receives);
     ::gloo::alltoallv(*options);
     op.keep(options);
   });
-  scatter_out(out_staging.get(), outputs);
+  scatter_out(received, outputs);
 }
 
 // new_group's agreement on the world: every rank must be creating the same group (the hash of

@@ -5,6 +5,7 @@
 #include "ranks/backends/mpi/requests.hpp"
 #include "ranks/backends/mpi/types.hpp"
 #include "ranks/backends/mpi/watchdog.hpp"
+#include "ranks/detail/adjacent.hpp"
 
 namespace ranks::backends::mpi {
 
@@ -35,20 +36,24 @@ void all_gather_or_gather(const Call& call) {
   const int count = count_of(call.comm, r, in);
   const MPI_Datatype type = datatype(in.dtype());
   const bool receives = r.kind == OpKind::AllGather || call.is_root();
-  std::unique_ptr<std::byte[]> recv;
+  std::unique_ptr<std::byte[]> recv;  // staging, unless the outputs lie back to back
+  void* at = nullptr;
   if (receives) {
     count_of(call.comm, r, in.numel() * call.comm.size());
-    recv = staging(in.nbytes() * static_cast<size_t>(call.comm.size()));
+    at = ranks::detail::adjacent_outputs(r.outputs, in);
+    if (at == nullptr) {
+      recv = staging(in.nbytes() * static_cast<size_t>(call.comm.size()));
+      at = recv.get();
+    }
   }
   if (r.kind == OpKind::AllGather) {
-    call.ok(MPI_Allgather(in.data_ptr(), count, type, recv.get(), count, type, call.comm.handle),
+    call.ok(MPI_Allgather(in.data_ptr(), count, type, at, count, type, call.comm.handle),
             "MPI_Allgather");
   } else {
-    call.ok(
-        MPI_Gather(in.data_ptr(), count, type, recv.get(), count, type, r.root, call.comm.handle),
-        "MPI_Gather");
+    call.ok(MPI_Gather(in.data_ptr(), count, type, at, count, type, r.root, call.comm.handle),
+            "MPI_Gather");
   }
-  if (!receives) return;
+  if (recv == nullptr) return;
   for (size_t j = 0; j < r.outputs.size(); ++j) {
     copy_bytes(r.outputs[j].data_ptr(), recv.get() + j * in.nbytes(), in.nbytes());
   }

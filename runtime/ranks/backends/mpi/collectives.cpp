@@ -10,6 +10,7 @@
 #include "ranks/backends/mpi/requests.hpp"
 #include "ranks/backends/mpi/types.hpp"
 #include "ranks/backends/mpi/work.hpp"
+#include "ranks/detail/adjacent.hpp"
 #include "ranks/detail/reduce.hpp"
 #include "ranks/errors.hpp"
 
@@ -148,20 +149,21 @@ void post(MpiWork& w) {
       const int count = count_of(comm, r, in);
       MPI_Datatype type = datatype(in.dtype());
       const bool receives = r.kind == OpKind::AllGather || is_root;
+      void* at = nullptr;  // the outputs when they lie back to back, else staging
       if (receives) {
         count_of(comm, r, in.numel() * comm.size());
-        w.recv_buffer = staging(in.nbytes() * static_cast<size_t>(comm.size()));
-        add_unstage_step(w, in.nbytes());
+        at = ranks::detail::adjacent_outputs(r.outputs, in);
+        if (at == nullptr) {
+          w.recv_buffer = staging(in.nbytes() * static_cast<size_t>(comm.size()));
+          at = w.recv_buffer.get();
+          add_unstage_step(w, in.nbytes());
+        }
       }
       if (r.kind == OpKind::AllGather) {
-        return ok(w,
-                  MPI_Iallgather(in.data_ptr(), count, type, w.recv_buffer.get(), count, type, c,
-                                 &w.request),
+        return ok(w, MPI_Iallgather(in.data_ptr(), count, type, at, count, type, c, &w.request),
                   "MPI_Iallgather");
       }
-      return ok(w,
-                MPI_Igather(in.data_ptr(), count, type, receives ? w.recv_buffer.get() : nullptr,
-                            count, type, r.root, c, &w.request),
+      return ok(w, MPI_Igather(in.data_ptr(), count, type, at, count, type, r.root, c, &w.request),
                 "MPI_Igather");
     }
     case OpKind::Scatter:
