@@ -226,6 +226,47 @@ TEST_P(Objects, SmallAndLargeObjectsAroundTheEagerLimit) {
   });
 }
 
+// all_gather_object's heads carry as many payload bytes as the group's previous call needed, so a
+// steady size takes one collective per call; a payload that outgrows the heads takes a second
+// (object/exchange.cpp). Sizes that rise, fall, cross the eager limit and exceed the 16 MiB
+// ceiling, on two groups whose hints must not mix, with ranks of different sizes.
+TEST_P(Objects, RepeatedGathersOfChangingSizes) {
+  const bool huge = GetParam() == "sim";  // 17 MiB parts: quick in one process
+  run_on(GetParam(), 3, [huge] {
+    const int rank = get_rank();
+    Group pair = new_group({0, 2});
+    auto text_of = [](size_t size, int r, char tag) {
+      return std::string(size + 1000 * static_cast<size_t>(r), static_cast<char>(tag + r));
+    };
+    auto collectives = [](const Group& g) {
+      return (g.is_default() ? current().world : g.impl())->next_collective_seq;
+    };
+    std::vector<std::pair<size_t, uint64_t>> calls = {
+        // (size, collectives the call takes: 2 when the heads cannot carry the largest payload)
+        {50'000, 2}, {50'000, 1}, {52'000, 1}, {60'000, 2}, {100, 1},
+        {70'000, 2}, {70'000, 1}, {10, 1},     {3'000, 2},  {3'000, 1}};
+    if (huge) calls.insert(calls.end(), {{17u << 20, 2}, {17u << 20, 2}, {60'000, 2}, {60'000, 1}});
+    size_t call = 0;
+    for (auto [size, expected] : calls) {
+      SCOPED_TRACE(fmt::format("call {}: size {}", call, size));
+      const uint64_t before = collectives(Group{});
+      auto all = all_gather_object(text_of(size, rank, 'a'));
+      EXPECT_EQ(collectives(Group{}) - before, expected);
+      ASSERT_EQ(all.size(), 3u);
+      for (int r = 0; r < 3; ++r) EXPECT_EQ(all[static_cast<size_t>(r)], text_of(size, r, 'a'));
+      if (pair.is_member()) {
+        // A different size on the sub-group each time: its heads follow its own calls.
+        const size_t other = call % 3 == 0 ? 200 : 90'000;
+        auto both = all_gather_object(text_of(other, rank, 'k'), pair);
+        ASSERT_EQ(both.size(), 2u);
+        EXPECT_EQ(both[0], text_of(other, 0, 'k'));
+        EXPECT_EQ(both[1], text_of(other, 2, 'k'));
+      }
+      ++call;
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Objects, ::testing::ValuesIn(test_backends()),
                          [](const auto& param_info) { return param_info.param; });
 

@@ -37,6 +37,9 @@ struct GroupImpl {
   std::unique_ptr<Backend> backend;  // null when this rank is not a member
   uint64_t next_collective_seq = 0;
   uint64_t next_p2p_seq = 0;
+  // Payload bytes the heads of this group's next all_gather_object carry (object/exchange.cpp);
+  // every member updates it in step.
+  uint64_t object_head_payload = 0;
   int size() const { return spec.size(); }
 };
 

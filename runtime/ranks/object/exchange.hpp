@@ -19,7 +19,9 @@
 namespace ranks::object {
 
 // Payloads up to this many bytes travel in the same collective as their length (one collective
-// instead of two: small objects, such as metrics, statuses and paths, are latency-bound).
+// instead of two: small objects, such as metrics, statuses and paths, are latency-bound). For
+// all_gather_bytes the heads grow to carry the group's last largest payload too (up to 16 MiB),
+// so that repeated calls with objects of a steady size also take one collective.
 inline constexpr uint64_t eager_bytes = 1024 - 8;
 
 // Every member's `each` bytes after a gather, in host memory, in group-rank order. On the cpu
