@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ranks::sim {
@@ -38,6 +39,24 @@ TEST(Calibrate, RecoversRingAllReduceParameters) {
   // And it extrapolates to world sizes it never saw, as the formula says.
   EXPECT_NEAR(predict(model, "all_reduce", 64, 1 << 20, LinkClass::Intra).seconds,
               overhead + 126 * alpha + 2.0 * 63 / 64 * (1 << 20) / beta, 1e-12);
+}
+
+// The model is judged by its worst point, so the fit minimises the worst relative error: a flat
+// range of 100 us with one 140 us outlier is fitted by the level that is 1/6 off from both,
+// 116.7 us, not by the least-squares level nearer 100 us, which misses the outlier by ~23 %.
+TEST(Calibrate, FitsForTheWorstPointNotTheAverage) {
+  std::vector<Sample> samples;
+  for (double s : sweep(8, 128)) {
+    samples.push_back({"broadcast", 2, LinkClass::Intra, s, s == 64 ? 140e-6 : 100e-6});
+  }
+  CalibrationOptions one_range;
+  one_range.max_segments = 1;
+  CostModel model = calibrate(samples, "outlier", "test", one_range);
+  double worst = 0;
+  for (const Sample& s : samples) worst = std::max(worst, relative_error(model, s));
+  const double minimax = 40.0 / 240.0;  // (c - 100) / 100 = (140 - c) / 140 at c = 116.67
+  EXPECT_NEAR(worst, minimax, 0.01);
+  EXPECT_NEAR(predict(model, "broadcast", 2, 32, LinkClass::Intra).seconds, 116.67e-6, 1.5e-6);
 }
 
 TEST(Calibrate, FindsTwoProtocolsAndTheirBreakpoint) {

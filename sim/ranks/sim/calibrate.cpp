@@ -25,8 +25,10 @@ std::array<double, 3> row(const std::string& family, Algorithm a, const Sample& 
 
 // Solves the normal equations of the weighted problem restricted to the unknowns in `mask`;
 // nullopt when they are singular. Columns are scaled first: bytes and seconds differ by 1e15.
+// Each sample's relative error counts with its weight (all 1 when none are given).
 std::optional<Params> solve(const std::vector<std::array<double, 3>>& rows,
-                            const std::vector<double>& y, unsigned mask) {
+                            const std::vector<double>& y, unsigned mask,
+                            const std::vector<double>& weights = {}) {
   std::vector<int> cols;
   for (int c = 0; c < 3; ++c) {
     if (mask & (1u << c)) cols.push_back(c);
@@ -42,10 +44,11 @@ std::optional<Params> solve(const std::vector<std::array<double, 3>>& rows,
   // Weighted by 1/y: each equation is row/y . p = 1.
   std::array<std::array<double, 4>, 3> m{};
   for (size_t i = 0; i < rows.size(); ++i) {
+    const double w = weights.empty() ? 1.0 : weights[i];
     for (size_t a = 0; a < k; ++a) {
       const double xa = rows[i][cols[a]] / y[i] / scale[a];
-      for (size_t b = 0; b < k; ++b) m[a][b] += xa * rows[i][cols[b]] / y[i] / scale[b];
-      m[a][k] += xa;
+      for (size_t b = 0; b < k; ++b) m[a][b] += w * xa * rows[i][cols[b]] / y[i] / scale[b];
+      m[a][k] += w * xa;
     }
   }
   for (size_t c = 0; c < k; ++c) {
@@ -89,7 +92,11 @@ double max_error(const std::string& family, const Segment& seg,
 
 // The best non-negative fit of one size range: every algorithm, every subset of unknowns
 // (a negative unknown means the data do not support it, so it is dropped and the rest refitted).
+// "Best" is the smallest worst relative error, the figure a model is judged by: each least-squares
+// fit is refined towards the minimax fit (Lawson's reweighting: a sample's weight grows with its
+// error), keeping whichever iterate has the smallest worst error.
 Fit fit_range(const std::string& family, const std::vector<const Sample*>& samples) {
+  constexpr int kLawsonSteps = 20;
   Fit best;
   for (Algorithm a : algorithms_for(family)) {
     std::vector<std::array<double, 3>> rows;
@@ -100,11 +107,23 @@ Fit fit_range(const std::string& family, const std::vector<const Sample*>& sampl
     }
     // Fewer unknowns first, so an equally good simpler fit wins.
     for (unsigned mask : {2u, 4u, 6u, 1u, 5u, 3u, 7u}) {
-      auto p = solve(rows, y, mask);
-      if (!p || (*p)[0] < 0 || (*p)[1] < 0 || (*p)[2] < 0) continue;
-      Segment seg = to_segment(a, *p);
-      double err = max_error(family, seg, samples);
-      if (err < best.max_error * (1 - 1e-9)) best = Fit{seg, err};
+      std::vector<double> weights(samples.size(), 1.0);
+      for (int step = 0; step <= kLawsonSteps; ++step) {
+        auto p = solve(rows, y, mask, weights);
+        if (!p || (*p)[0] < 0 || (*p)[1] < 0 || (*p)[2] < 0) break;
+        Segment seg = to_segment(a, *p);
+        double err = max_error(family, seg, samples);
+        if (err < best.max_error * (1 - 1e-9)) best = Fit{seg, err};
+        double total = 0;
+        for (size_t i = 0; i < samples.size(); ++i) {
+          const double predicted =
+              rows[i][0] * (*p)[0] + rows[i][1] * (*p)[1] + rows[i][2] * (*p)[2];
+          weights[i] *= std::abs(predicted - y[i]) / y[i];
+          total += weights[i];
+        }
+        if (!(total > 0)) break;  // an exact fit: nothing left to spread
+        for (double& w : weights) w /= total;
+      }
     }
   }
   return best;
