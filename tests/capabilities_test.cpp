@@ -312,6 +312,36 @@ TEST(Capabilities, NcclHasNoReceiveFromAnySource) {
   EXPECT_TRUE(Contains(capabilities("nccl").to_markdown(), "recv from any_source: ✘."));
 }
 
+// dispatch asks allows() on every op and why_unsupported() only when it says no: the two must
+// give the same verdict on every op, device mix, reduce op and receive source, on every table.
+TEST(Capabilities, AllowsAgreesWithWhyUnsupportedEverywhere) {
+  const Tensor cuda = Tensor::zeros({2}, DType::Float32, Device::cuda(0));
+  const Tensor cpu = Tensor::zeros({2}, DType::Float32);
+  const std::vector<std::pair<std::vector<Tensor>, std::vector<Tensor>>> layouts = {
+      {{}, {}},          {{cpu}, {cpu}},       {{cuda}, {cuda}},       {{cpu}, {}},
+      {{}, {cuda}},      {{cpu, cpu}, {cpu}},  {{cuda}, {cuda, cuda}}, {{cpu}, {cuda}},
+      {{cuda, cpu}, {}}, {{cuda}, {cuda, cpu}}};
+  int checked = 0;
+  for (const char* backend : {"gloo", "mpi", "nccl"}) {
+    const BackendCapabilities& caps = capabilities(backend);
+    for (OpKind kind : all_ops) {
+      for (const auto& [inputs, outputs] : layouts) {
+        for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::BAnd, ReduceOp::Max}) {
+          for (int root : {0, any_source}) {
+            OpRequest r = make_request(kind, inputs, outputs, op);
+            r.root = root;
+            EXPECT_EQ(caps.allows(r), !caps.why_unsupported(r).has_value())
+                << backend << " " << op_name(kind) << " " << inputs.size() << " in, "
+                << outputs.size() << " out, " << reduce_op_name(op) << ", root " << root;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
 TEST(SimBackendMatrix, NcclRejectsReceiveFromAnySourceInTheSimulator) {
   sim::Options options;
   options.backend = "nccl";

@@ -162,6 +162,26 @@ std::optional<std::string> BackendCapabilities::why_unsupported(const OpRequest&
   return std::nullopt;
 }
 
+bool BackendCapabilities::allows(const OpRequest& request) const {
+  const OpSupport* row = find(request.kind);
+  if (row == nullptr) return false;
+  const Tensor* first = !request.inputs.empty()    ? &request.inputs.front()
+                        : !request.outputs.empty() ? &request.outputs.front()
+                                                   : nullptr;
+  if (first != nullptr) {
+    const Device::Type type = first->device().type;
+    for (const TensorList* list : {&request.inputs, &request.outputs}) {
+      for (const Tensor& t : *list) {
+        if (t.device().type != type) return false;
+      }
+    }
+    if ((first->device().is_cuda() ? row->cuda : row->cpu) == Support::No) return false;
+  }
+  if (request.kind == OpKind::Recv && request.root == any_source && !recv_any_source) return false;
+  return !uses_reduce_op(request.kind) ||
+         std::find(reduce_ops.begin(), reduce_ops.end(), request.reduce_op) != reduce_ops.end();
+}
+
 std::string BackendCapabilities::to_markdown() const {
   std::string out = fmt::format("### {}\n\n", backend);
   out += "| op | cpu | cuda | torch cpu | torch cuda | note |\n";

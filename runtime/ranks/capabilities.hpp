@@ -55,6 +55,9 @@ struct BackendCapabilities {
   }
   // Empty when op/device/dtype/reduce op is supported; otherwise why not, with what to do.
   std::optional<std::string> why_unsupported(const OpRequest& request) const;
+  // The same verdict without the message: what dispatch asks on every op (why_unsupported is
+  // asked only when this says no).
+  bool allows(const OpRequest& request) const;
   std::string to_markdown() const;
 
  private:

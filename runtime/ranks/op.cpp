@@ -32,13 +32,4 @@ std::string_view op_name(OpKind kind) {
   return "unknown";
 }
 
-const Tensor* OpRequest::described_tensor() const {
-  // Scatter's root holds a list; every rank holds the output, so describe by the output.
-  if (kind == OpKind::Scatter || kind == OpKind::ReduceScatter || kind == OpKind::Recv) {
-    return outputs.empty() ? nullptr : &outputs.front();
-  }
-  if (!inputs.empty()) return &inputs.front();
-  return outputs.empty() ? nullptr : &outputs.front();
-}
-
 }  // namespace ranks

@@ -26,7 +26,7 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
 }
 
 Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
-  if (group.capabilities != nullptr) {
+  if (group.capabilities != nullptr && !group.capabilities->allows(request)) {
     if (auto why = group.capabilities->why_unsupported(request)) {
       const bool p2p = is_point_to_point(request.kind);
       current().rejected_op = {
