@@ -1,7 +1,7 @@
 // Backend support matrices as data: the nccl, gloo and mpi tables (op x device, reduce ops), their
 // markdown, why_unsupported's reasons, the simulator enforcing the chosen backend's table
-// (outcome unsupported, naming backend, op, device and call site), mixed devices in one op, and
-// comm_device().
+// (outcome unsupported, naming backend, op, device and call site), and mixed devices in one op.
+// comm_device() has its own file.
 
 #include <fmt/format.h>
 
@@ -377,12 +377,6 @@ TEST(Capabilities, WhyUnsupportedRejectsMixedDevices) {
 
 // --- the simulator enforces the chosen table ---------------------------------------------------
 
-sim::Options backend_options(const std::string& backend) {
-  sim::Options options = default_options();
-  options.backend = backend;
-  return options;
-}
-
 // Calls `op` once on two ranks with tensors on `device` (send/recv: rank 0 sends to rank 1).
 void call_op(OpKind op, Device device) {
   const int rank = get_rank();
@@ -469,7 +463,7 @@ TEST(SimBackendMatrix, EveryOpOnEveryDeviceFollowsTheTable) {
         const Row want = expected_table(backend).at(op);
         const bool supported = (device.is_cuda() ? want.cuda : want.cpu) != 'N';
         sim::Report report = simulate(
-            2, [&] { call_op(op, device); }, backend_options(backend));
+            2, [&] { call_op(op, device); }, options_for(backend));
         EXPECT_EQ(report.outcome, supported ? sim::Outcome::Ok : sim::Outcome::Unsupported)
             << report.to_text();
         if (!supported) {
@@ -496,7 +490,7 @@ TEST(SimBackendMatrix, UnsupportedNamesBackendOpDeviceAndCallSiteInMessageAndRow
         reduce_scatter(out, in);
         ADD_FAILURE() << "reduce_scatter ran under gloo";
       },
-      backend_options("gloo"));
+      options_for("gloo"));
   EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
   // Rank 1 gets there first: it completes the barrier and runs on while rank 0 is woken.
   EXPECT_TRUE(Contains(report.message, fmt::format("reduce_scatter on group 'world' (rank 1 of 2) "
@@ -531,7 +525,7 @@ TEST(SimBackendMatrix, RejectedPointToPointRowNamesItsOwnSequence) {
           recv(t, 0);
         }
       },
-      backend_options("nccl"));
+      options_for("nccl"));
   EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
   EXPECT_TRUE(Contains(report.message, "nccl"));
   EXPECT_TRUE(Contains(report.message, "on cpu tensors"));
@@ -553,7 +547,7 @@ TEST(SimBackendMatrix, NcclRejectsBitwiseAllReduceInTheSimulator) {
         line = __LINE__ + 1;
         all_reduce(t, ReduceOp::BXor);
       },
-      backend_options("nccl"));
+      options_for("nccl"));
   EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
   EXPECT_TRUE(Contains(report.message, "the nccl backend has no 'bxor' reduction"));
   EXPECT_TRUE(Contains(report.message, site(line)));
@@ -565,7 +559,7 @@ TEST(SimBackendMatrix, NcclRejectsBitwiseAllReduceInTheSimulator) {
         all_reduce(t, ReduceOp::BXor);
         EXPECT_EQ(t.item<int32_t>(), 5);
       },
-      backend_options("gloo"));
+      options_for("gloo"));
 }
 
 TEST(SimBackendMatrix, MixedDevicesInOneOpAreRejected) {
@@ -581,97 +575,12 @@ TEST(SimBackendMatrix, MixedDevicesInOneOpAreRejected) {
           line = __LINE__ + 1;
           all_gather_async(out, in).wait();
         },
-        backend_options(backend));
+        options_for(backend));
     EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
     EXPECT_TRUE(Contains(report.message, "different devices (cpu and cuda:0)"));
     EXPECT_TRUE(Contains(report.message, site(line)));
     EXPECT_EQ(report.ranks.at(0).op, "all_gather");
   }
-}
-
-// --- comm_device ------------------------------------------------------------------------------
-
-std::vector<Device> comm_devices(const std::string& backend, int n, int per_node) {
-  std::vector<Device> seen(static_cast<size_t>(n), Device::cuda(99));
-  sim::Options options = backend_options(backend);
-  options.ranks_per_node = per_node;
-  run_ranks(
-      n, [&] { seen[static_cast<size_t>(get_rank())] = comm_device(); }, options);
-  return seen;
-}
-
-TEST(CommDevice, IsTheLocalGpuUnderNccl) {
-  EXPECT_EQ(comm_devices("nccl", 4, 2), (std::vector<Device>{Device::cuda(0), Device::cuda(1),
-                                                             Device::cuda(0), Device::cuda(1)}));
-  EXPECT_EQ(comm_devices("nccl", 3, 0),
-            (std::vector<Device>{Device::cuda(0), Device::cuda(1), Device::cuda(2)}));
-  EXPECT_EQ(comm_devices("nccl", 5, 3),
-            (std::vector<Device>{Device::cuda(0), Device::cuda(1), Device::cuda(2), Device::cuda(0),
-                                 Device::cuda(1)}));
-}
-
-TEST(CommDevice, IsTheCpuUnderGlooAndMpi) {
-  for (const char* backend : {"gloo", "mpi"}) {
-    EXPECT_EQ(comm_devices(backend, 4, 2), std::vector<Device>(4, Device::cpu())) << backend;
-  }
-}
-
-TEST(CommDevice, IsTheCpuWhenNotDistributed) {
-  ASSERT_FALSE(is_initialized());
-  EXPECT_EQ(comm_device(), Device::cpu());
-}
-
-TEST(CommDevice, AProgramThatUsesItRunsOnEveryBackend) {
-  for (const std::string& backend : backends) {
-    SCOPED_TRACE(backend);
-    const int n = 4;
-    int checked = 0;
-    sim::Options options = backend_options(backend);
-    options.ranks_per_node = 2;
-    sim::Report report = simulate(
-        n,
-        [&] {
-          const int rank = get_rank();
-          const Device dev = comm_device();
-          Tensor t = Tensor::of<float>({static_cast<float>(rank + 1)}, dev);
-          all_reduce(t);
-          EXPECT_EQ(t.item<float>(), 10.0f);
-          Tensor b = Tensor::of<int64_t>({rank * 10}, dev);
-          broadcast(b, 2);
-          EXPECT_EQ(b.item<int64_t>(), 20);
-          auto all = all_gather(Tensor::of<int32_t>({rank}, dev));
-          ASSERT_EQ(all.size(), static_cast<size_t>(n));
-          for (int r = 0; r < n; ++r) {
-            EXPECT_EQ(all[static_cast<size_t>(r)].item<int32_t>(), r);
-            EXPECT_EQ(all[static_cast<size_t>(r)].device(), dev);
-          }
-          Tensor m = Tensor::of<int32_t>({rank}, dev);
-          all_reduce(m, ReduceOp::Max);
-          EXPECT_EQ(m.item<int32_t>(), 3);
-          barrier();
-          if (rank == 0) ++checked;
-        },
-        options);
-    EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
-    EXPECT_EQ(checked, 1);
-  }
-}
-
-TEST(CommDevice, TheSameProgramOnCpuTensorsFailsUnderNcclAtTheFirstCpuOnlyGap) {
-  // The counterpart of the test above: ignoring comm_device() is what breaks on nccl.
-  int line = 0;
-  sim::Report report = simulate(
-      2,
-      [&] {
-        Tensor t = Tensor::of<float>({1.0f});
-        all_reduce(t);  // staged
-        line = __LINE__ + 1;
-        reduce(t, 0);  // not on cpu
-      },
-      backend_options("nccl"));
-  EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
-  EXPECT_TRUE(Contains(report.message, "the nccl backend does not support reduce on cpu tensors"));
-  EXPECT_TRUE(Contains(report.message, site(line)));
 }
 
 }  // namespace

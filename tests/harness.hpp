@@ -29,6 +29,13 @@ inline sim::Options default_options() {
   return options;
 }
 
+// default_options() under another backend's rules.
+inline sim::Options options_for(const std::string& backend) {
+  sim::Options options = default_options();
+  options.backend = backend;
+  return options;
+}
+
 // Runs body on world_size simulated ranks and returns the report.
 inline sim::Report simulate(int world_size, const std::function<void()>& body,
                             sim::Options options = default_options()) {
