@@ -27,8 +27,10 @@ fi
 for backend in gloo mpi; do
   [ "$measure" = 1 ] && for pass in $(seq "$passes"); do
     for n in 2 4; do
-      "$ranks" bench -n "$n" --backend "$backend" -- $sweep --json "$data/$backend.jsonl" \
-        > "$data/$backend-n$n-pass$pass.txt"
+      # Each rank on one core (in turn): unbound ranks share and swap the two cores at random,
+      # which moved gloo's two-rank points by 2-3x between launches.
+      "$ranks" bench -n "$n" --backend "$backend" --bind-to core -- $sweep \
+        --json "$data/$backend.jsonl" > "$data/$backend-n$n-pass$pass.txt"
     done
   done
   "$ranks" calibrate "$data/$backend.jsonl" -o "$here/$backend-model.json" \

@@ -1,4 +1,5 @@
-// `ranks bench [--sim] [-n N] [--backend B] [--ranks-per-node R] [--model M] -- BENCH ARGS`:
+// `ranks bench [--sim] [-n N] [--backend B] [--bind-to core|none] [--ranks-per-node R]
+//  [--model M] -- BENCH ARGS`:
 // runs ranks-bench (installed next to `ranks`) through this same CLI, as
 // `ranks run -n N --backend B -- ranks-bench ARGS` (measured; mpirun for mpi) or
 // `ranks sim -n N ... --model M -- ranks-bench ARGS` (the cost model's prediction). One
@@ -25,6 +26,7 @@ struct BenchArgs {
   int ranks_per_node = 0;
   std::string model;
   bool shapes_only = false;
+  std::string bind_to;  // empty: the launcher's own default (ranks run: none; mpirun: its policy)
   std::vector<std::string> bench_args;
 };
 
@@ -41,6 +43,10 @@ std::vector<std::string> mpirun_command(const BenchArgs& a) {
   std::vector<std::string> argv = {
       "mpirun", "--oversubscribe", "-np", std::to_string(a.world_size), "-x", "RANKS_BACKEND=mpi"};
   if (geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
+  // More ranks than cores is normal here (4 ranks on a 2-core CI machine): mpirun refuses to
+  // bind two processes to one core unless told it may.
+  if (a.bind_to == "core") argv.insert(argv.end(), {"--bind-to", "core:overload-allowed"});
+  if (a.bind_to == "none") argv.insert(argv.end(), {"--bind-to", "none"});
   argv.push_back(bench_program());
   argv.insert(argv.end(), a.bench_args.begin(), a.bench_args.end());
   return argv;
@@ -59,6 +65,7 @@ int run_bench(const BenchArgs& a) {
   std::vector<std::string> argv = {"ranks", a.simulate ? "sim" : "run", "-n",
                                    std::to_string(a.world_size)};
   if (!a.backend.empty()) argv.insert(argv.end(), {"--backend", a.backend});
+  if (!a.simulate && !a.bind_to.empty()) argv.insert(argv.end(), {"--bind-to", a.bind_to});
   if (a.simulate) {
     if (a.ranks_per_node > 0) {
       argv.insert(argv.end(), {"--ranks-per-node", std::to_string(a.ranks_per_node)});
@@ -83,6 +90,11 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   bench->add_option("--backend", args->backend, "gloo | mpi | nccl (simulated: whose rules)")
       ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+  bench
+      ->add_option("--bind-to", args->bind_to,
+                   "measured: core (each rank on one CPU, in turn) or none; default: the "
+                   "launcher's own (ranks run: none; mpirun: core for up to 2 ranks)")
+      ->check(CLI::IsMember({"none", "core"}));
   bench->add_option("--ranks-per-node", args->ranks_per_node, "simulated: ranks per node")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--model", args->model, "simulated: cost model preset or file");

@@ -1,8 +1,9 @@
 // `ranks run -n N [--backend B] [--nnodes K --node-rank I --master-addr H --master-port P]
-//  -- PROGRAM ARGS`: torchrun-style. Starts N local processes with RANK, WORLD_SIZE, LOCAL_RANK,
-// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and RANKS_BACKEND), prefixes their output with
-// the rank, and when one exits non-zero or dies on a signal, stops the others and says which
-// rank failed first, how, and its last lines of output.
+//  [--bind-to core] -- PROGRAM ARGS`: torchrun-style. Starts N local processes with RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and RANKS_BACKEND),
+// optionally each bound to one CPU, prefixes their output with the rank, and when one exits
+// non-zero or dies on a signal, stops the others and says which rank failed first, how, and its
+// last lines of output.
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
 
 namespace ranks::cli {
@@ -35,6 +37,7 @@ struct RunArgs {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free port on this host (single node)
   double grace_seconds = 5;
+  std::string bind_to = "none";  // none | core
   std::vector<std::string> program;
 };
 
@@ -60,7 +63,8 @@ void on_child_exit(int) {
   errno = saved;
 }
 
-void spawn(Child& child, const RunArgs& args, int port) {
+// cpu: the CPU to bind the process to, or -1 to leave it unbound.
+void spawn(Child& child, const RunArgs& args, int port, int cpu) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
   std::fflush(nullptr);
@@ -80,6 +84,14 @@ void spawn(Child& child, const RunArgs& args, int port) {
     setenv("MASTER_ADDR", args.master_addr.c_str(), 1);
     setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
     if (!args.backend.empty()) setenv("RANKS_BACKEND", args.backend.c_str(), 1);
+    if (cpu >= 0) {
+      try {
+        launch::bind_this_process_to(cpu);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ranks run: rank %d: %s\n", child.rank, e.what());
+        _exit(127);
+      }
+    }
     std::vector<char*> argv;
     for (const auto& arg : args.program) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -134,10 +146,13 @@ int run(const RunArgs& args) {
   action.sa_handler = on_child_exit;
   action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   sigaction(SIGCHLD, &action, nullptr);
+  const std::vector<int> cpus =
+      args.bind_to == "core" ? launch::allowed_cpus() : std::vector<int>{};
   std::vector<Child> children(static_cast<size_t>(args.nproc));
   for (int i = 0; i < args.nproc; ++i) {
     children[static_cast<size_t>(i)].rank = args.node_rank * args.nproc + i;
-    spawn(children[static_cast<size_t>(i)], args, port);
+    const int cpu = cpus.empty() ? -1 : launch::cpu_for_local_rank(cpus, i);
+    spawn(children[static_cast<size_t>(i)], args, port, cpu);
   }
   const Child* first_failure = nullptr;
   std::chrono::steady_clock::time_point failed_at{};
@@ -240,6 +255,10 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--grace", args->grace_seconds,
                   "seconds between SIGTERM and SIGKILL for the survivors of a failure")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--bind-to", args->bind_to,
+                  "core: each process on one CPU, local ranks taking the allowed CPUs in turn "
+                  "(as mpirun --bind-to core); none (default): unbound")
+      ->check(CLI::IsMember({"none", "core"}));
   cmd->add_option("program", args->program, "the program and its arguments (after --)")->required();
   cmd->positionals_at_end();
   return [args] {
