@@ -26,10 +26,6 @@ using namespace std::chrono_literals;
 
 std::string site(int line) { return fmt::format("diagnosis_test.cpp:{}", line); }
 
-const sim::RankReport& row(const sim::Report& report, int rank) {
-  return report.ranks.at(static_cast<size_t>(rank));
-}
-
 // --- wait-for cycles --------------------------------------------------------------------------
 
 class RingOfReceives : public ::testing::TestWithParam<int> {};

@@ -24,10 +24,6 @@ using namespace std::chrono_literals;
 
 std::string site(int line) { return fmt::format("diagnosis_timeline_test.cpp:{}", line); }
 
-const sim::RankReport& row(const sim::Report& report, int rank) {
-  return report.ranks.at(static_cast<size_t>(rank));
-}
-
 // --- timeouts versus deadlocks ------------------------------------------------------------------
 
 TEST(TimeoutOrDeadlock, ASleepingStragglerIsATimeout) {

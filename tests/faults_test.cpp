@@ -30,10 +30,6 @@ sim::Options with_faults(std::string backend, std::vector<std::string> faults,
   return options;
 }
 
-const sim::RankReport& row(const sim::Report& report, int rank) {
-  return report.ranks.at(static_cast<size_t>(rank));
-}
-
 // --- crash at the K-th op ---------------------------------------------------------------------
 
 TEST(CrashAtOp, NcclSurvivorsTimeOutExactlyTheirTimeoutAfterTheyStartedWaiting) {

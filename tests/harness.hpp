@@ -43,6 +43,11 @@ inline sim::Report simulate(int world_size, const std::function<void()>& body,
   return sim::run(options, body);
 }
 
+// One rank's row of a report (its state, op, group, seq, call site).
+inline const sim::RankReport& row(const sim::Report& report, int rank) {
+  return report.ranks.at(static_cast<size_t>(rank));
+}
+
 // Runs body on world_size ranks and expects every rank to finish; gtest failures inside the body
 // are recorded against the running test as usual (all simulated ranks share this thread).
 inline void run_ranks(int world_size, const std::function<void()>& body,
