@@ -3,8 +3,9 @@
 #   RANKS_HAS_NCCL  runtime/ranks/backends/nccl/ is built (needs CUDA and NCCL >= 2.18, for
 #                   ncclCommSplit and ncclGetLastError)
 #   RANKS_NCCL_STATUS  one line for `ranks --version` and `ranks matrix`: what was built, or why not
-# cudart and libnccl are linked PRIVATE to the shared libranks and no public header includes
-# theirs, so consumers of the installed package need neither. Only the files that call CUDA get
+# cudart is linked PRIVATE to the shared libranks (CUDA tensors), libnccl only to libranks_nccl.so
+# (loaded when a process asks for nccl), and no public header includes theirs, so consumers of the
+# installed package need neither to build, and libnccl only to run on nccl. Only the files that call CUDA get
 # its include directory, so a CUDA upgrade does not rebuild the rest of the library.
 
 set(RANKS_HAS_CUDA 0)
@@ -71,10 +72,9 @@ function(ranks_find_nccl)
     return()
   endif()
   file(GLOB sources CONFIGURE_DEPENDS ${ranks_nccl_dir}/*.cpp)
-  target_sources(ranks PRIVATE ${sources})
-  set_property(SOURCE ${sources} APPEND PROPERTY INCLUDE_DIRECTORIES ${CUDAToolkit_INCLUDE_DIRS}
-                                                                     ${NCCL_INCLUDE_DIR})
-  target_link_libraries(ranks PRIVATE $<LINK_ONLY:${NCCL_LIBRARY}>)
+  ranks_backend_library(nccl ${sources})
+  target_include_directories(ranks_nccl PRIVATE ${CUDAToolkit_INCLUDE_DIRS} ${NCCL_INCLUDE_DIR})
+  target_link_libraries(ranks_nccl PRIVATE CUDA::cudart ${NCCL_LIBRARY})
   set(RANKS_HAS_NCCL 1 PARENT_SCOPE)
   set(RANKS_NCCL_STATUS "built (NCCL ${nccl_version}, CUDA ${CUDAToolkit_VERSION})" PARENT_SCOPE)
   message(STATUS "ranks: nccl backend built (NCCL ${nccl_version}, CUDA ${CUDAToolkit_VERSION})")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a scratch prefix, builds tests/consumer against it with
-# find_package(ranks), and runs it directly and under the installed `ranks sim`.
+# find_package(ranks), and runs it directly, under the installed `ranks sim` and, when gloo was
+# built, under `ranks run --backend gloo`.
 set -euo pipefail
 build_dir=$1
 source_dir=$(cd "$(dirname "$0")" && pwd)
@@ -12,3 +13,21 @@ cmake -S "$source_dir" -B "$scratch/build" -G Ninja -DCMAKE_PREFIX_PATH="$scratc
 cmake --build "$scratch/build" >/dev/null
 "$scratch/build/consumer"
 "$scratch/prefix/bin/ranks" sim -n 3 -- "$scratch/build/consumer" --main
+
+# A real backend is a library of its own beside libranks.so, loaded when asked for: the installed
+# one runs the program, and without it the error names the backend and the missing library.
+if "$scratch/prefix/bin/ranks" --version | grep -q gloo; then
+  "$scratch/prefix/bin/ranks" run -n 2 --backend gloo -- "$scratch/build/consumer" --main
+  plugin=$(find "$scratch/prefix" -name 'libranks_gloo.so')
+  rm "$plugin"
+  if "$scratch/prefix/bin/ranks" run -n 2 --backend gloo -- "$scratch/build/consumer" --main \
+    >"$scratch/missing.out" 2>&1; then
+    echo "consumer ran on gloo without libranks_gloo.so" >&2
+    exit 1
+  fi
+  grep -q "backend 'gloo' was built but its library cannot be loaded" "$scratch/missing.out" || {
+    echo "no clear error without libranks_gloo.so:" >&2
+    cat "$scratch/missing.out" >&2
+    exit 1
+  }
+fi

@@ -1,23 +1,65 @@
 #include "ranks/backends/registry.hpp"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
+#include <map>
 #include <numeric>
 
+#include "ranks/backends/plugin.hpp"
 #include "ranks/config.hpp"
 #include "ranks/errors.hpp"
-#if RANKS_HAS_GLOO
-#include "ranks/backends/gloo/backend.hpp"
-#endif
-#if RANKS_HAS_MPI
-#include "ranks/backends/mpi/backend.hpp"
-#endif
-#if RANKS_HAS_NCCL
-#include "ranks/backends/nccl/backend.hpp"
-#endif
 
 namespace ranks::backends {
+
+namespace {
+
+// Where this libranks.so lies: its backends were built and installed beside it.
+std::filesystem::path library_directory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&create_world), &info) == 0 || info.dli_fname == nullptr) {
+    return {};
+  }
+  return std::filesystem::path(info.dli_fname).parent_path();
+}
+
+// Loads libranks_<name>.so once per process and keeps it: its code runs for as long as any of its
+// communicators lives. RTLD_GLOBAL because Open MPI's own components, which libmpi loads later,
+// expect libmpi's symbols to be global (mpi4py loads libmpi the same way).
+const PluginEntry& load_plugin(std::string_view name) {
+  static std::map<std::string, const PluginEntry*, std::less<>> loaded;
+  if (auto it = loaded.find(name); it != loaded.end()) return *it->second;
+  const std::string file = fmt::format("libranks_{}.so", name);
+  const std::filesystem::path beside = library_directory() / file;
+  void* handle = dlopen(beside.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  std::string why = handle == nullptr ? dlerror() : "";
+  if (handle == nullptr) handle = dlopen(file.c_str(), RTLD_NOW | RTLD_GLOBAL);  // library path
+  if (handle == nullptr) {
+    throw Unsupported(fmt::format(
+        "backend '{}' was built but its library cannot be loaded: {} (and {} is not on the "
+        "library path); install it beside libranks.so, or simulate the program with `ranks sim "
+        "-n N --backend {}`",
+        name, why, file, name));
+  }
+  const std::string symbol = fmt::format("ranks_backend_plugin_{}", name);
+  auto entry_of = reinterpret_cast<const PluginEntry* (*)()>(dlsym(handle, symbol.c_str()));
+  if (entry_of == nullptr) {
+    throw Unsupported(fmt::format("{} is not a ranks backend: it has no {}", file, symbol));
+  }
+  const PluginEntry* entry = entry_of();
+  if (std::string_view(entry->version) != RANKS_VERSION) {
+    throw Unsupported(
+        fmt::format("{} is from ranks {}, this libranks.so is {}: install both "
+                    "from the same build",
+                    file, entry->version, RANKS_VERSION));
+  }
+  loaded.emplace(std::string(name), entry);
+  return *entry;
+}
+
+}  // namespace
 
 std::vector<std::string> built() {
   std::vector<std::string> names;
@@ -34,17 +76,8 @@ bool is_built(std::string_view name) {
   return false;
 }
 
-std::unique_ptr<Backend> create_world(std::string_view name,
-                                      [[maybe_unused]] const WorldSetup& setup) {
-#if RANKS_HAS_GLOO
-  if (name == "gloo") return gloo::create_world(setup);
-#endif
-#if RANKS_HAS_MPI
-  if (name == "mpi") return mpi::create_world(setup);
-#endif
-#if RANKS_HAS_NCCL
-  if (name == "nccl") return nccl::create_world(setup);
-#endif
+std::unique_ptr<Backend> create_world(std::string_view name, const WorldSetup& setup) {
+  if (is_built(name)) return std::unique_ptr<Backend>(load_plugin(name).create_world(setup));
   auto names = built();
   throw Unsupported(
       fmt::format("backend '{}' is not built into this ranks {} (built: {}); rebuild with "

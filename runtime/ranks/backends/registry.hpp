@@ -1,6 +1,7 @@
 #pragma once
 // The real backends this build has, and how to make one. Which were built is in the generated
-// ranks/config.hpp (RANKS_HAS_GLOO, RANKS_HAS_MPI, RANKS_HAS_NCCL); nothing else asks.
+// ranks/config.hpp (RANKS_HAS_GLOO, RANKS_HAS_MPI, RANKS_HAS_NCCL); nothing else asks. Each is a
+// library of its own, loaded by create_world the first time it is asked for (plugin.hpp).
 
 #include <chrono>
 #include <memory>
@@ -31,7 +32,8 @@ GroupSpec world_spec(std::string_view backend, const WorldSetup& setup, std::str
 std::vector<std::string> built();
 bool is_built(std::string_view name);
 
-// The world communicator of backend `name`; Unsupported naming the built ones when it is not.
+// The world communicator of backend `name`; Unsupported naming the built ones when it is not
+// built, or naming the library when it was built but cannot be loaded.
 std::unique_ptr<Backend> create_world(std::string_view name, const WorldSetup& setup);
 
 }  // namespace ranks::backends

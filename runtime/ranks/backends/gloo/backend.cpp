@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "ranks/backends/gloo/work.hpp"
+#include "ranks/backends/plugin.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
 
@@ -329,3 +330,5 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
 }
 
 }  // namespace ranks::backends::gloo
+
+RANKS_BACKEND_PLUGIN(gloo)

@@ -9,6 +9,7 @@
 
 #include "ranks/backends/mpi/types.hpp"
 #include "ranks/backends/mpi/work.hpp"
+#include "ranks/backends/plugin.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::mpi {
@@ -131,3 +132,5 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
 }
 
 }  // namespace ranks::backends::mpi
+
+RANKS_BACKEND_PLUGIN(mpi)

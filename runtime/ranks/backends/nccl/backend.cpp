@@ -12,6 +12,7 @@
 #include "ranks/backends/nccl/work.hpp"
 #include "ranks/detail/cuda.hpp"
 #include "ranks/detail/memory.hpp"
+#include "ranks/backends/plugin.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
 
@@ -184,3 +185,5 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
 }
 
 }  // namespace ranks::backends::nccl
+
+RANKS_BACKEND_PLUGIN(nccl)
