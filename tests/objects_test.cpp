@@ -200,9 +200,8 @@ TEST_P(Objects, OwnEntryIsACopyOfTheObject) {
 TEST_P(Objects, SmallAndLargeObjectsAroundTheEagerLimit) {
   run_on(GetParam(), 3, [] {
     const int rank = get_rank();
-    // A string of k chars (128 <= k < 16384) is a payload of 16 (header) + 2 (its length, a
-    // varint) + k bytes.
-    const size_t boundary = object::eager_bytes - 18;
+    // A string of k chars is a payload of 16 (header) + 8 (length) + k bytes.
+    const size_t boundary = object::eager_bytes - 24;
     ASSERT_EQ(object::encode(std::string(boundary, 'x')).size(), object::eager_bytes);
     for (size_t base : {size_t{0}, boundary - 1, boundary, boundary + 1, size_t{50000}}) {
       auto text_of = [&](int r) { return std::string(base + static_cast<size_t>(r), 'a' + r); };

@@ -132,57 +132,21 @@ template <class Archive, class T>
 requires std::is_same_v<Archive, InputArchive> || std::is_same_v<Archive, OutputArchive>
 void CEREAL_SERIALIZE_FUNCTION_NAME(Archive& ar, cereal::NameValuePair<T>& pair) { ar(pair.value); }
 
-// Lengths (of strings and containers) are LEB128 varints: seven bits a byte, low bits first, the
-// top bit set on every byte but the last. Most are under 128 and take one byte instead of eight;
-// in a dict of short string keys the lengths were a third of the payload.
-inline constexpr size_t max_length_bytes = 10;  // 64 bits at 7 a byte
-
 template <class T>
 void CEREAL_SAVE_FUNCTION_NAME(OutputArchive& ar, const cereal::SizeTag<T>& tag) {
-  uint64_t rest = static_cast<uint64_t>(tag.size);
-  uint8_t bytes[max_length_bytes];
-  size_t count = 0;
-  do {
-    bytes[count] = static_cast<uint8_t>(rest & 0x7f);
-    rest >>= 7;
-    if (rest != 0) bytes[count] |= 0x80;
-    ++count;
-  } while (rest != 0);
-  ar.write(bytes, count);
+  ar(tag.size);
 }
-
-namespace detail {
-// Reads one length; a varint that runs past 64 bits, or is longer than needed (a last byte of 0
-// after the first), is corrupt: each length has exactly one encoding.
-inline uint64_t read_length(InputArchive& ar) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < max_length_bytes; ++i) {
-    uint8_t byte = 0;
-    ar.read(&byte, 1);
-    if (i == max_length_bytes - 1 && byte > 1) {
-      throw cereal::Exception("a length does not fit in 64 bits");
-    }
-    value |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      if (byte == 0 && i > 0) throw cereal::Exception("a length is encoded with extra bytes");
-      return value;
-    }
-  }
-  throw cereal::Exception("a length does not fit in 64 bits");
-}
-}  // namespace detail
 
 // A container of n elements takes at least n bytes (elements of empty types are not written,
 // so those are the one thing this format refuses), so a length larger than what is left is a
 // corrupt payload; checking it here bounds what the container's load() allocates.
 template <class T>
 void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar, cereal::SizeTag<T>& tag) {
-  const uint64_t length = detail::read_length(ar);
-  if (length > ar.remaining()) {
-    throw cereal::Exception("a length of " + std::to_string(length) + " with " +
+  ar(tag.size);
+  if (static_cast<uint64_t>(tag.size) > ar.remaining()) {
+    throw cereal::Exception("a length of " + std::to_string(tag.size) + " with " +
                             std::to_string(ar.remaining()) + " bytes left");
   }
-  tag.size = static_cast<std::remove_cvref_t<T>>(length);
 }
 
 template <class T>

@@ -14,7 +14,7 @@
 namespace ranks::object {
 
 inline constexpr size_t header_bytes = 16;
-inline constexpr uint16_t format_version = 2;  // 2: lengths are varints
+inline constexpr uint16_t format_version = 1;
 
 // The largest payload a rank accepts: RANKS_MAX_OBJECT_BYTES, else 8 GiB. Sizes are checked
 // against it before a receive buffer is allocated, so a rank that is out of step (whose "size"
