@@ -13,25 +13,12 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "invalid_argument.hpp"
 
 namespace ranks::testing {
 namespace {
 
 std::string site(int line) { return fmt::format("errors_test.cpp:{}", line); }
-
-// Runs f, expects it to throw InvalidArgument, and returns the message ("" when it did not).
-std::string invalid_argument(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected InvalidArgument, got another exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected InvalidArgument, nothing was thrown";
-  return {};
-}
 
 constexpr int kWorld = 4;
 

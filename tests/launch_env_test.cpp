@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launch_errors.hpp"
+#include "invalid_argument.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/launch/launcher.hpp"
 
@@ -16,7 +16,10 @@ namespace ranks::launch {
 namespace {
 
 using Hosts = std::vector<std::string>;
-using testing::read_error;
+// The message of reading vars as `launcher` (InvalidArgument expected).
+std::string read_error(std::string_view launcher, const Env::Map& vars) {
+  return ranks::testing::invalid_argument([&] { read_launch(launcher, Env(vars)); });
+}
 
 // ---- Env --------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "invalid_argument.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/launch/hostlist.hpp"
 
@@ -16,19 +17,7 @@ namespace {
 
 using Hosts = std::vector<std::string>;
 
-// The message of the InvalidArgument that f throws ("" and a test failure when it does not).
-std::string invalid_argument(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected InvalidArgument, got: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected InvalidArgument, nothing was thrown";
-  return {};
-}
+using ranks::testing::invalid_argument;
 
 std::string expand_error(std::string_view list) {
   return invalid_argument([&] { expand_hostlist(list); });
