@@ -442,6 +442,19 @@ TEST(Reduce, BitwiseOnFloatIsAnError) {
   EXPECT_THROW(reduce_into(nullptr, nullptr, 0, DType::BFloat16, ReduceOp::BAnd), InvalidArgument);
 }
 
+TEST(Reducer, FoldsLikeTheExpectedValuesAndRejectsBitwiseOnFloats) {
+  // The kernel a simulated collective picks once and applies to every rank's input.
+  const detail::Reducer max = detail::reducer_for(DType::Int64, ReduceOp::Max);
+  int64_t acc[] = {3, -9, 0};
+  const int64_t rank1[] = {-4, -2, 0};
+  const int64_t rank2[] = {7, -8, -1};
+  max(acc, rank1, 3);
+  max(acc, rank2, 3);
+  EXPECT_EQ(std::vector<int64_t>(acc, acc + 3), (std::vector<int64_t>{7, -2, 0}));
+  EXPECT_THROW(detail::reducer_for(DType::Float16, ReduceOp::BOr), InvalidArgument);
+  EXPECT_NE(detail::reducer_for(DType::Bool, ReduceOp::BXor), nullptr);
+}
+
 TEST(Reduce, SameBufferAndEmptyAndNegativeCounts) {
   std::vector<int32_t> v(100);
   for (int i = 0; i < 100; ++i) v[static_cast<size_t>(i)] = i - 50;

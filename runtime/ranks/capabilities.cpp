@@ -118,6 +118,7 @@ BackendCapabilities::BackendCapabilities(std::string_view backend_name,
   for (size_t row = 0; row < ops.size(); ++row) {
     row_of_[static_cast<size_t>(ops[row].op)] = static_cast<int8_t>(row);
   }
+  for (ReduceOp op : reduce_ops) reduce_op_bits_ |= reduce_op_bit(op);
 }
 
 std::optional<std::string> BackendCapabilities::why_unsupported(const OpRequest& request) const {
@@ -170,16 +171,15 @@ bool BackendCapabilities::allows(const OpRequest& request) const {
                                                    : nullptr;
   if (first != nullptr) {
     const Device::Type type = first->device().type;
-    for (const TensorList* list : {&request.inputs, &request.outputs}) {
-      for (const Tensor& t : *list) {
-        if (t.device().type != type) return false;
-      }
-    }
-    if ((first->device().is_cuda() ? row->cuda : row->cpu) == Support::No) return false;
+    auto on_one_device = [type](const TensorList& list) {
+      return std::all_of(list.begin(), list.end(),
+                         [type](const Tensor& t) { return t.device().type == type; });
+    };
+    if (!on_one_device(request.inputs) || !on_one_device(request.outputs)) return false;
+    if ((type == Device::Type::CUDA ? row->cuda : row->cpu) == Support::No) return false;
   }
   if (request.kind == OpKind::Recv && request.root == any_source && !recv_any_source) return false;
-  return !uses_reduce_op(request.kind) ||
-         std::find(reduce_ops.begin(), reduce_ops.end(), request.reduce_op) != reduce_ops.end();
+  return !uses_reduce_op(request.kind) || (reduce_op_bits_ & reduce_op_bit(request.reduce_op)) != 0;
 }
 
 std::string BackendCapabilities::to_markdown() const {

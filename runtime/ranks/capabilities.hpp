@@ -61,8 +61,14 @@ struct BackendCapabilities {
   std::string to_markdown() const;
 
  private:
-  // Each op's row in `ops`, or -1: dispatch looks an op up on every call.
+  static uint32_t reduce_op_bit(ReduceOp op) {
+    const auto index = static_cast<unsigned>(op);
+    return index < 32 ? 1u << index : 0;  // a value outside the enum is in no set
+  }
+
+  // Each op's row in `ops`, or -1, and reduce_ops as a set: dispatch asks both on every call.
   std::array<int8_t, op_kind_count> row_of_;
+  uint32_t reduce_op_bits_ = 0;
 };
 
 // The table of "nccl", "gloo" or "mpi"; InvalidArgument for any other name.

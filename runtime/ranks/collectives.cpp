@@ -34,13 +34,22 @@ struct Carries {
   Carries(const Tensor& tensor) : one(&tensor) {}            // NOLINT: implicit on purpose
   Carries(const std::vector<Tensor>& list) : many(&list) {}  // NOLINT: implicit on purpose
   bool none() const { return one == nullptr && many == nullptr; }
-  void into(TensorList& list) const {
-    if (one != nullptr) list.push_back(*one);
-    if (many != nullptr) list.assign(many->begin(), many->end());
+  // Inline for one tensor (most ops, a copy of two pointers and their counts); a list goes
+  // through the out-of-line copy.
+  [[gnu::always_inline]] void into(TensorList& list) const {
+    if (one != nullptr) {
+      list.push_back(*one);
+    } else if (many != nullptr) {
+      copy_list(list);
+    }
+  }
+  [[gnu::noinline]] void copy_list(TensorList& list) const {
+    list.assign(many->begin(), many->end());
   }
 };
 
-OpRequest request(OpKind kind, Carries inputs = {}, Carries outputs = {}) {
+[[gnu::always_inline]] inline OpRequest request(OpKind kind, Carries inputs = {},
+                                                Carries outputs = {}) {
   OpRequest r;
   r.kind = kind;
   if (!inputs.none()) inputs.into(r.inputs);

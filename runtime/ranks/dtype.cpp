@@ -79,10 +79,6 @@ bfloat16_t::operator float() const {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 
-size_t dtype_size(DType dtype) {
-  return visit_dtype(dtype, [](auto tag) { return sizeof(tag); });
-}
-
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
     case DType::Bool:

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 #include <type_traits>
 
@@ -42,7 +43,7 @@ struct bfloat16_t {
   friend bool operator==(bfloat16_t a, bfloat16_t b) { return a.bits == b.bits; }
 };
 
-size_t dtype_size(DType);
+inline size_t dtype_size(DType);     // inline: every tensor copy and op request asks it
 std::string_view dtype_name(DType);  // "bool", "uint8", ..., "float16", "bfloat16", ...
 bool is_floating(DType);             // Float16, BFloat16, Float32, Float64
 // torch.promote_types over these nine: floats beat integers, wider beats narrower, float16 with
@@ -115,6 +116,16 @@ decltype(auto) visit_dtype(DType dtype, F&& f) {
       return f(double{});
   }
   return f(uint8_t{});
+}
+
+inline size_t dtype_size(DType dtype) {
+  // A table in DType's order rather than visit_dtype's switch: every op asks, often per tensor.
+  constexpr uint8_t sizes[] = {sizeof(bool),       sizeof(uint8_t), sizeof(int8_t),
+                               sizeof(int32_t),    sizeof(int64_t), sizeof(float16_t),
+                               sizeof(bfloat16_t), sizeof(float),   sizeof(double)};
+  static_assert(std::size(sizes) == std::size(all_dtypes));
+  const auto index = static_cast<size_t>(dtype);
+  return index < std::size(sizes) ? sizes[index] : 1;
 }
 
 }  // namespace ranks

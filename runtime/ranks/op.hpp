@@ -58,6 +58,14 @@ constexpr bool uses_reduce_op(OpKind kind) {
 //   all_to_all           inputs = outputs = one per group rank
 //   send                 inputs = {t}, peer = dst;  recv: outputs = {t}, peer = src or any_source
 struct OpRequest {
+  OpRequest() = default;
+  OpRequest(const OpRequest&) = default;
+  OpRequest(OpRequest&&) noexcept = default;
+  OpRequest& operator=(const OpRequest&) = default;
+  OpRequest& operator=(OpRequest&&) noexcept = default;
+  // Inlined: every op destroys a request or two, mostly moved from, whose lists are then empty.
+  [[gnu::always_inline]] ~OpRequest() = default;
+
   OpKind kind = OpKind::Barrier;
   ReduceOp reduce_op = ReduceOp::Sum;
   int root = -1;  // group rank of src/dst for rooted ops; the peer for send/recv

@@ -30,12 +30,16 @@ class TensorList {
     assign(first, last);
   }
   TensorList(const TensorList& other) : TensorList() { assign(other.begin(), other.end()); }
-  TensorList(TensorList&& other) noexcept : many_(std::move(other.many_)), size_(other.size_) {
+  TensorList(TensorList&& other) noexcept
+      : many_(std::exchange(other.many_, nullptr)), size_(other.size_) {
     if (size_ == 1) take_one(other);
     other.size_ = 0;
   }
-  ~TensorList() {
+  // Inlined: every op destroys its request's two lists, usually empty or moved from, and g++
+  // otherwise calls out of line for those two tests.
+  [[gnu::always_inline]] ~TensorList() {
     if (size_ == 1) one_.~Tensor();
+    if (many_ != nullptr) delete_many(many_);
   }
   TensorList& operator=(const TensorList& other) {
     if (this != &other) assign(other.begin(), other.end());
@@ -44,7 +48,8 @@ class TensorList {
   TensorList& operator=(TensorList&& other) noexcept {
     if (this == &other) return *this;
     clear();
-    many_ = std::move(other.many_);
+    if (many_ != nullptr) delete_many(many_);
+    many_ = std::exchange(other.many_, nullptr);
     size_ = other.size_;
     if (size_ == 1) take_one(other);
     other.size_ = 0;
@@ -62,18 +67,27 @@ class TensorList {
     } else if (count > 1) {
       auto many = std::make_unique<std::vector<Tensor>>(first, last);
       clear();
-      many_ = std::move(many);
+      if (many_ != nullptr) delete_many(many_);
+      many_ = many.release();
     } else {
       clear();
     }
     size_ = count;
   }
-  void push_back(Tensor tensor) {
+  void push_back(const Tensor& tensor) {
+    if (size_ == 0) {
+      new (&one_) Tensor(tensor);  // in place: an op's request copies its tensor this way
+      size_ = 1;
+    } else {
+      push_back(Tensor(tensor));
+    }
+  }
+  void push_back(Tensor&& tensor) {
     if (size_ == 0) {
       new (&one_) Tensor(std::move(tensor));
     } else {
       if (size_ == 1) {
-        if (!many_) many_ = std::make_unique<std::vector<Tensor>>();
+        if (many_ == nullptr) many_ = new std::vector<Tensor>();
         many_->reserve(2);  // may throw; the two moves below then cannot
         many_->push_back(std::move(one_));
         one_.~Tensor();
@@ -84,12 +98,12 @@ class TensorList {
   }
   void reserve(size_t count) {
     if (count <= 1) return;
-    if (!many_) many_ = std::make_unique<std::vector<Tensor>>();
+    if (many_ == nullptr) many_ = new std::vector<Tensor>();
     many_->reserve(count);
   }
   void clear() {
     if (size_ == 1) one_.~Tensor();
-    if (many_) many_->clear();
+    if (many_ != nullptr) many_->clear();
     size_ = 0;
   }
 
@@ -117,7 +131,10 @@ class TensorList {
   union {
     Tensor one_;
   };
-  std::unique_ptr<std::vector<Tensor>> many_;  // every element of a longer list (may be empty)
+  // Every element of a longer list (may be empty); owned. A raw pointer, freed out of line:
+  // with a unique_ptr g++ stops inlining the destructor of every op's request.
+  [[gnu::noinline]] static void delete_many(std::vector<Tensor>* many) noexcept { delete many; }
+  std::vector<Tensor>* many_ = nullptr;
   size_t size_ = 0;
 };
 

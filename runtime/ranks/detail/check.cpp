@@ -26,8 +26,8 @@ void fail(const Call& call, const std::string& message) {
   throw InvalidArgument(fmt::format("{}: {}", call.describe(), message));
 }
 
-void check_tensor(const Call& call, const Tensor& t, std::string_view what) {
-  if (!t.defined()) fail(call, fmt::format("{} is an undefined tensor", what));
+void fail_undefined(const Call& call, std::string_view what) {
+  fail(call, fmt::format("{} is an undefined tensor", what));
 }
 
 void check_root(const Call& call, int root, std::string_view what) {
@@ -54,12 +54,10 @@ void check_tag(const Call& call, int tag) {
   if (tag < 0) fail(call, fmt::format("tag {} is negative", tag));
 }
 
-void check_reduce(const Call& call, ReduceOp op, DType dtype) {
-  if (!reduce_op_supports(op, dtype)) {
-    fail(call, fmt::format("reduce op '{}' is bitwise and the tensor is {}; bitwise ops need an "
-                           "integer or bool tensor",
-                           reduce_op_name(op), dtype_name(dtype)));
-  }
+void fail_reduce(const Call& call, ReduceOp op, DType dtype) {
+  fail(call, fmt::format("reduce op '{}' is bitwise and the tensor is {}; bitwise ops need an "
+                         "integer or bool tensor",
+                         reduce_op_name(op), dtype_name(dtype)));
 }
 
 void check_list(const Call& call, const std::vector<Tensor>& list, const Tensor& like,

@@ -9,6 +9,8 @@
 
 #include "ranks/context.hpp"
 #include "ranks/op.hpp"
+#include "ranks/reduce_op.hpp"
+#include "ranks/tensor.hpp"
 
 namespace ranks::detail {
 
@@ -23,11 +25,19 @@ struct Call {
 
 [[noreturn]] void fail(const Call&, const std::string& message);
 
-void check_tensor(const Call&, const Tensor&, std::string_view what);
+[[noreturn]] void fail_undefined(const Call&, std::string_view what);
+[[noreturn]] void fail_reduce(const Call&, ReduceOp, DType);
+
+// The two checks every all_reduce and reduce makes are inline, their messages out of line.
+inline void check_tensor(const Call& call, const Tensor& t, std::string_view what) {
+  if (!t.defined()) fail_undefined(call, what);
+}
 void check_root(const Call&, int root, std::string_view what);  // what: "src" | "dst"
 void check_peer(const Call&, int peer, std::string_view what, bool allow_any_source);
 void check_tag(const Call&, int tag);
-void check_reduce(const Call&, ReduceOp, DType);
+inline void check_reduce(const Call& call, ReduceOp op, DType dtype) {
+  if (!reduce_op_supports(op, dtype)) fail_reduce(call, op, dtype);
+}
 // A list of one tensor per group rank, each with like's dtype and element count.
 void check_list(const Call&, const std::vector<Tensor>& list, const Tensor& like,
                 std::string_view what);

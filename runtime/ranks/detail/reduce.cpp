@@ -40,80 +40,140 @@ T nan_max(T a, T b) {
   return (b > a || b != b) ? b : a;
 }
 
-// Bool elements are read as bytes: a byte other than 0 or 1 (from a borrowed buffer) would be
-// undefined behaviour as bool, and the result is always normalised to 0 or 1.
-void reduce_bool(void* acc, const void* src, int64_t count, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Mean:
-    case ReduceOp::Max:
-    case ReduceOp::BOr:
-      return apply<uint8_t>(acc, src, count,
-                            [](uint8_t a, uint8_t b) -> uint8_t { return (a | b) != 0; });
-    case ReduceOp::Product:
-    case ReduceOp::Min:
-    case ReduceOp::BAnd:
-      return apply<uint8_t>(acc, src, count,
-                            [](uint8_t a, uint8_t b) -> uint8_t { return a != 0 && b != 0; });
-    case ReduceOp::BXor:
-      return apply<uint8_t>(acc, src, count,
-                            [](uint8_t a, uint8_t b) -> uint8_t { return (a != 0) != (b != 0); });
-  }
+template <class T, class F>
+void kernel(void* acc, const void* src, int64_t count) {
+  apply<T>(acc, src, count, F{});
 }
 
-template <class T>
-void reduce_integer(void* acc, const void* src, int64_t count, ReduceOp op) {
-  // Signed overflow is undefined; unsigned arithmetic wraps, and converting back is modular
-  // since C++20.
-  using U = std::make_unsigned_t<T>;
+// Bool elements are read as bytes: a byte other than 0 or 1 (from a borrowed buffer) would be
+// undefined behaviour as bool, and the result is always normalised to 0 or 1.
+struct AnyTrue {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return (a | b) != 0; }
+};
+struct BothTrue {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return a != 0 && b != 0; }
+};
+struct OneTrue {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return (a != 0) != (b != 0); }
+};
+
+Reducer bool_reducer(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Mean:
-      return apply<T>(acc, src, count, [](T a, T b) {
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      });
-    case ReduceOp::Product:
-      // 8-bit operands promote to int, whose range holds any 8-bit product.
-      return apply<T>(acc, src, count, [](T a, T b) {
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      });
-    case ReduceOp::Min:
-      return apply<T>(acc, src, count, [](T a, T b) { return b < a ? b : a; });
     case ReduceOp::Max:
-      return apply<T>(acc, src, count, [](T a, T b) { return b > a ? b : a; });
-    case ReduceOp::BAnd:
-      return apply<T>(acc, src, count, [](T a, T b) { return static_cast<T>(a & b); });
     case ReduceOp::BOr:
-      return apply<T>(acc, src, count, [](T a, T b) { return static_cast<T>(a | b); });
+      return kernel<uint8_t, AnyTrue>;
+    case ReduceOp::Product:
+    case ReduceOp::Min:
+    case ReduceOp::BAnd:
+      return kernel<uint8_t, BothTrue>;
     case ReduceOp::BXor:
-      return apply<T>(acc, src, count, [](T a, T b) { return static_cast<T>(a ^ b); });
+      return kernel<uint8_t, OneTrue>;
   }
+  return nullptr;
+}
+
+// Signed overflow is undefined; unsigned arithmetic wraps, and converting back is modular since
+// C++20. 8-bit operands promote to int, whose range holds any 8-bit product.
+template <class T>
+struct WrappingSum {
+  using U = std::make_unsigned_t<T>;
+  T operator()(T a, T b) const {
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  }
+};
+template <class T>
+struct WrappingProduct {
+  using U = std::make_unsigned_t<T>;
+  T operator()(T a, T b) const {
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  }
+};
+template <class T>
+struct Min {
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+template <class T>
+struct Max {
+  T operator()(T a, T b) const { return b > a ? b : a; }
+};
+template <class T>
+struct BitAnd {
+  T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+template <class T>
+struct BitOr {
+  T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+template <class T>
+struct BitXor {
+  T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
+};
+
+template <class T>
+Reducer integer_reducer(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Mean:
+      return kernel<T, WrappingSum<T>>;
+    case ReduceOp::Product:
+      return kernel<T, WrappingProduct<T>>;
+    case ReduceOp::Min:
+      return kernel<T, Min<T>>;
+    case ReduceOp::Max:
+      return kernel<T, Max<T>>;
+    case ReduceOp::BAnd:
+      return kernel<T, BitAnd<T>>;
+    case ReduceOp::BOr:
+      return kernel<T, BitOr<T>>;
+    case ReduceOp::BXor:
+      return kernel<T, BitXor<T>>;
+  }
+  return nullptr;
 }
 
 // T is float or double, or a 16-bit float computed through float: float's 24 bits are at least
 // 2p + 2 for binary16 (p = 11) and bfloat16 (p = 8), so rounding the float result again gives
 // the correctly rounded 16-bit result for +, * and /.
 template <class T>
-void reduce_floating(void* acc, const void* src, int64_t count, ReduceOp op) {
-  using C = std::conditional_t<is_half_v<T>, float, T>;
-  auto lift = [](auto f) {
-    return [f](T a, T b) { return T(f(static_cast<C>(a), static_cast<C>(b))); };
-  };
+using Computed = std::conditional_t<is_half_v<T>, float, T>;
+
+template <class T>
+struct Sum {
+  T operator()(T a, T b) const { return T(Computed<T>(a) + Computed<T>(b)); }
+};
+template <class T>
+struct Product {
+  T operator()(T a, T b) const { return T(Computed<T>(a) * Computed<T>(b)); }
+};
+template <class T>
+struct NanMin {
+  T operator()(T a, T b) const { return T(nan_min(Computed<T>(a), Computed<T>(b))); }
+};
+template <class T>
+struct NanMax {
+  T operator()(T a, T b) const { return T(nan_max(Computed<T>(a), Computed<T>(b))); }
+};
+
+template <class T>
+Reducer floating_reducer(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Mean:
-      return apply<T>(acc, src, count, lift([](C a, C b) { return a + b; }));
+      return kernel<T, Sum<T>>;
     case ReduceOp::Product:
-      return apply<T>(acc, src, count, lift([](C a, C b) { return a * b; }));
+      return kernel<T, Product<T>>;
     case ReduceOp::Min:
-      return apply<T>(acc, src, count, lift([](C a, C b) { return nan_min(a, b); }));
+      return kernel<T, NanMin<T>>;
     case ReduceOp::Max:
-      return apply<T>(acc, src, count, lift([](C a, C b) { return nan_max(a, b); }));
+      return kernel<T, NanMax<T>>;
     case ReduceOp::BAnd:
     case ReduceOp::BOr:
     case ReduceOp::BXor:
-      break;  // rejected by reduce_into before dispatch
+      break;  // rejected by reducer_for before dispatch
   }
+  return nullptr;
 }
 
 void check_count(int64_t count, const char* what) {
@@ -125,25 +185,29 @@ void check_count(int64_t count, const char* what) {
 
 }  // namespace
 
-void reduce_into(void* acc, const void* src, int64_t count, DType dtype, ReduceOp op) {
-  check_count(count, "reduce_into()");
+Reducer reducer_for(DType dtype, ReduceOp op) {
   if (!reduce_op_supports(op, dtype)) {
     throw InvalidArgument(fmt::format(
         "reduce op {} is bitwise and is not defined for {} tensors: use it on bool or integer "
         "dtypes",
         reduce_op_name(op), dtype_name(dtype)));
   }
-  if (count == 0) return;
-  visit_dtype(dtype, [&](auto tag) {
+  return visit_dtype(dtype, [op](auto tag) -> Reducer {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      reduce_bool(acc, src, count, op);
+      return bool_reducer(op);
     } else if constexpr (std::is_integral_v<T>) {
-      reduce_integer<T>(acc, src, count, op);
+      return integer_reducer<T>(op);
     } else {
-      reduce_floating<T>(acc, src, count, op);
+      return floating_reducer<T>(op);
     }
   });
+}
+
+void reduce_into(void* acc, const void* src, int64_t count, DType dtype, ReduceOp op) {
+  check_count(count, "reduce_into()");
+  const Reducer reduce = reducer_for(dtype, op);
+  if (count > 0) reduce(acc, src, count);
 }
 
 void divide_by(void* acc, int64_t count, DType dtype, int64_t divisor) {

@@ -16,6 +16,12 @@ namespace ranks::detail {
 // Throws InvalidArgument for a bitwise op on a floating dtype or a negative count.
 void reduce_into(void* acc, const void* src, int64_t count, DType dtype, ReduceOp op);
 
+// reduce_into's kernel for one dtype and op, chosen once where many buffers are folded alike (a
+// simulated collective folds every rank's input with it). count must be >= 0.
+using Reducer = void (*)(void* acc, const void* src, int64_t count);
+// Throws InvalidArgument for a bitwise op on a floating dtype.
+Reducer reducer_for(DType dtype, ReduceOp op);
+
 // The finish of Mean: acc[i] /= divisor. Integers truncate toward zero (MMEngine's mean after
 // its float cast); 16-bit floats divide in float and round back; Bool is left as is (true when
 // any rank was true). Throws InvalidArgument for divisor <= 0 or a negative count.

@@ -18,8 +18,9 @@ void copy(Tensor& dst, const Tensor& src) {
 template <class Pick>
 Tensor fold(size_t ranks, ReduceOp op, Pick input) {
   Tensor acc = input(0).clone();
-  for (size_t r = 1; r < ranks; ++r) {
-    ranks::detail::reduce_into(acc.data_ptr(), input(r).data_ptr(), acc.numel(), acc.dtype(), op);
+  const ranks::detail::Reducer reduce = ranks::detail::reducer_for(acc.dtype(), op);
+  if (acc.numel() > 0) {
+    for (size_t r = 1; r < ranks; ++r) reduce(acc.data_ptr(), input(r).data_ptr(), acc.numel());
   }
   if (op == ReduceOp::Mean) {
     ranks::detail::divide_by(acc.data_ptr(), acc.numel(), acc.dtype(), static_cast<int64_t>(ranks));

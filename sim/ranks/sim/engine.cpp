@@ -230,8 +230,7 @@ void Engine::complete_after(Nanos delay, std::vector<std::shared_ptr<SimWork>> w
                      std::make_shared<std::vector<std::shared_ptr<SimWork>>>(std::move(works))});
 }
 
-void Engine::on_op_entered(SimRank& rank, const BlockInfo& op) {
-  ++rank.ops_entered;
+void Engine::strike_op_faults(SimRank& rank, const BlockInfo& op) {
   for (const Fault& fault : faults_) {
     if (fault.rank != rank.rank || fault.op != rank.ops_entered) continue;
     if (fault.kind == Fault::Kind::DelayAtOp) {

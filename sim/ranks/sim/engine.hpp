@@ -110,7 +110,10 @@ class Engine final : public Clock {
   // Called by the scheduler when no fiber is ready.
   void on_idle();
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
-  void on_op_entered(SimRank& rank, const BlockInfo& op);
+  void on_op_entered(SimRank& rank, const BlockInfo& op) {
+    ++rank.ops_entered;
+    if (!faults_.empty()) strike_op_faults(rank, op);
+  }
 
  private:
   struct Event {
@@ -124,6 +127,7 @@ class Engine final : public Clock {
     }
   };
 
+  void strike_op_faults(SimRank& rank, const BlockInfo& op);
   void block(SimRank& rank, BlockInfo info, Nanos deadline);
   void wake(SimRank& rank);
   void fire_deadlines(Nanos time);
