@@ -68,6 +68,22 @@ TEST(TensorList, CopyAndMoveLeaveTheRightContents) {
   }
 }
 
+TEST(TensorList, ClearedListsRefillAndMayPushTheirOwnElements) {
+  const auto source = numbered(3);
+  TensorList list(source.begin(), source.end());
+  list.clear();
+  EXPECT_TRUE(list.empty());
+  list.push_back(source[2]);  // inline again, with the emptied heap part still allocated
+  list.push_back(list[0]);    // a copy of its own element, while it moves to the heap
+  list.push_back(list[1]);
+  EXPECT_EQ(firsts(list), (std::vector<int32_t>{2, 2, 2}));
+  TensorList moved = std::move(list);
+  moved.push_back(source[1]);
+  EXPECT_EQ(firsts(moved), (std::vector<int32_t>{2, 2, 2, 1}));
+  list = std::move(moved);  // NOLINT(bugprone-use-after-move): assigning revives it
+  EXPECT_EQ(list.size(), 4u);
+}
+
 TEST(TensorShape, CopiesShareTheShapeAndUndefinedTensorsHaveNone) {
   Tensor t = Tensor::zeros({2, 3}, DType::Float32);
   Tensor copy = t;

@@ -103,29 +103,33 @@ void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
   if (pending.arrivals.empty()) pending.arrivals = take_arrival_slots();
   const int me = work->group_rank;
   if (pending.first >= 0) {
-    const Arrival& first = pending.arrivals[static_cast<size_t>(pending.first)];
-    std::vector<std::string> diffs;
-    const OpRequest& reference = first.work->request;
-    if (!agree(reference, request)) diffs = differences(reference, request);
-    if (!diffs.empty()) {
-      auto error = std::make_exception_ptr(Mismatch(fmt::format(
-          "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
-          "called {} at {}; they differ in {}",
-          name(), seq, global_rank(pending.first), describe(reference), where_str(reference.where),
-          global_rank(me), describe(request), where_str(request.where), fmt::join(diffs, ", "))));
-      pending.failed = error;
-      for (Arrival& arrival : pending.arrivals) {
-        if (arrival.work) engine_.complete(*arrival.work, error);
-        arrival = Arrival{};
-      }
-      engine_.complete(*work, error);
-      return;
-    }
+    const OpRequest& reference = pending.arrivals[static_cast<size_t>(pending.first)].work->request;
+    if (!agree(reference, request) && rejected_as_mismatch(seq, pending, *work)) return;
   } else {
     pending.first = me;
   }
   pending.arrivals[static_cast<size_t>(me)] = Arrival{std::move(work)};
   if (++pending.arrived == size()) finish(seq, pending);
+}
+
+bool SimGroup::rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& work) {
+  const OpRequest& reference = pending.arrivals[static_cast<size_t>(pending.first)].work->request;
+  const OpRequest& request = work.request;
+  std::vector<std::string> diffs = differences(reference, request);
+  if (diffs.empty()) return false;
+  auto error = std::make_exception_ptr(Mismatch(fmt::format(
+      "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
+      "called {} at {}; they differ in {}",
+      name(), seq, global_rank(pending.first), describe(reference), where_str(reference.where),
+      global_rank(work.group_rank), describe(request), where_str(request.where),
+      fmt::join(diffs, ", "))));
+  pending.failed = error;
+  for (Arrival& arrival : pending.arrivals) {
+    if (arrival.work) engine_.complete(*arrival.work, error);
+    arrival = Arrival{};
+  }
+  engine_.complete(work, error);
+  return true;
 }
 
 void SimGroup::finish(uint64_t seq, Pending& pending) {

@@ -83,6 +83,9 @@ class SimGroup {
   };
 
   void finish(uint64_t seq, Pending& pending);
+  // Fails the collective when the work's call differs from the first arrival's (out of line:
+  // arrive's frame is on every rank's stack for every op).
+  [[gnu::noinline]] bool rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& work);
   std::vector<Arrival> take_arrival_slots();
   void match(Message& send, Message& recv);
 

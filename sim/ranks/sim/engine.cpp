@@ -165,7 +165,7 @@ void Engine::record_failure(SimRank& rank, std::string kind, std::string message
   if (trace_) trace_->instant(rank.rank, "failed", now_, rank.error);
 }
 
-void Engine::block(SimRank& rank, BlockInfo info, Nanos deadline) {
+void Engine::block(SimRank& rank, const BlockInfo& info, Nanos deadline) {
   rank.state = RankState::Blocked;
   rank.block = info;
   rank.deadline = deadline;
@@ -183,30 +183,36 @@ void Engine::wake(SimRank& rank) {
 }
 
 void Engine::wait(SimRank& rank, SimWork& work) {
+  // Every blocking op of every rank comes through here, and this frame is on the rank's stack
+  // while it waits: the rare cases are handled out of line.
   while (!work.done) {
-    if (!dead_.empty() && peers_fail_fast_) {
-      for (int dead : dead_) {
-        if (!work.group.involves(work, dead)) continue;
-        work.group.withdraw(work);
-        std::rethrow_exception(dead_peer_error(rank, work, dead));
-      }
-    }
-    if (stuck_) {
-      work.group.withdraw(work);
-      throw Deadlock(
-          fmt::format("rank {} cannot start waiting in {} at {}: the run is already "
-                      "stuck",
-                      rank.rank, work.info.op, ranks::detail::where_str(work.info.where)));
-    }
+    if ((!dead_.empty() && peers_fail_fast_) || stuck_) refuse_to_wait(rank, work);
     Nanos deadline =
         work.timeout.count() > 0 && now_ <= never - work.timeout ? now_ + work.timeout : never;
     rank.waiting_on = &work;
     block(rank, work.info, deadline);
-    if (rank.wake_error) {
+    if (rank.wake_error) throw_wake_error(rank, work);
+  }
+}
+
+void Engine::refuse_to_wait(SimRank& rank, SimWork& work) {
+  if (!dead_.empty() && peers_fail_fast_) {
+    for (int dead : dead_) {
+      if (!work.group.involves(work, dead)) continue;
       work.group.withdraw(work);
-      std::rethrow_exception(std::exchange(rank.wake_error, nullptr));
+      std::rethrow_exception(dead_peer_error(rank, work, dead));
     }
   }
+  if (stuck_) {
+    work.group.withdraw(work);
+    throw Deadlock(fmt::format("rank {} cannot start waiting in {} at {}: the run is already stuck",
+                               rank.rank, work.info.op, ranks::detail::where_str(work.info.where)));
+  }
+}
+
+void Engine::throw_wake_error(SimRank& rank, SimWork& work) {
+  work.group.withdraw(work);
+  std::rethrow_exception(std::exchange(rank.wake_error, nullptr));
 }
 
 void Engine::complete(SimWork& work, std::exception_ptr error) {

@@ -128,7 +128,11 @@ class Engine final : public Clock {
   };
 
   void strike_op_faults(SimRank& rank, const BlockInfo& op);
-  void block(SimRank& rank, BlockInfo info, Nanos deadline);
+  void block(SimRank& rank, const BlockInfo& info, Nanos deadline);
+  // wait()'s rare exits: a dead peer the work needs or a stuck run (throws then; returns when
+  // the dead are not involved), and an error the rank was woken with.
+  [[gnu::noinline]] void refuse_to_wait(SimRank& rank, SimWork& work);
+  [[noreturn, gnu::noinline]] void throw_wake_error(SimRank& rank, SimWork& work);
   void wake(SimRank& rank);
   void fire_deadlines(Nanos time);
   void declare_stuck();
