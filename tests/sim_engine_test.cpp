@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/fiber/operations.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -438,6 +439,21 @@ TEST(SimEngine, NestedRunThrows) {
   EXPECT_EQ(caught, 3);
   // And a fresh run after it works.
   run_ranks(2, [] { barrier(); });
+}
+
+// The engine tells the scheduler which rank each fiber it wakes is; a fiber that Boost wakes on
+// its own (a program using Boost.Fiber directly inside a rank) must still run as its rank.
+TEST(SimEngine, ARankThatYieldsThroughBoostKeepsItsIdentity) {
+  std::vector<int> seen(4, -1);
+  run_ranks(4, [&] {
+    const int before = get_rank();
+    boost::this_fiber::yield();
+    seen[static_cast<size_t>(before)] = get_rank();
+    Tensor t = Tensor::of<int32_t>({get_rank()});
+    all_reduce(t);
+    EXPECT_EQ(t.item<int32_t>(), 0 + 1 + 2 + 3);
+  });
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3}));
 }
 
 }  // namespace

@@ -117,7 +117,10 @@ Report Engine::run(const std::function<void()>& body) {
     fibers.reserve(static_cast<size_t>(world_size));
     for (int r = 0; r < world_size; ++r) {
       SimRank* rank = ranks_[static_cast<size_t>(r)].get();
+      waking_ = rank;  // a new fiber is scheduled as it is made
       fibers.emplace_back(std::allocator_arg, PooledStack{&stacks}, [this, rank, &body] {
+        // Boost deletes a fiber's properties with it.
+        running_fiber_->set_properties(new RankProps(running_fiber_, rank));
         try {
           body();
           rank->state = RankState::Finished;
@@ -133,7 +136,7 @@ Report Engine::run(const std::function<void()>& body) {
           record_failure(*rank, "error", "the body threw something that is not a std::exception");
         }
       });
-      fibers.back().properties<RankProps>().rank = rank;
+      waking_ = nullptr;
     }
     for (auto& fiber : fibers) fiber.join();
   }
@@ -179,7 +182,9 @@ void Engine::wake(SimRank& rank) {
   rank.state = RankState::Runnable;
   rank.deadline = never;
   rank.waiting_on = nullptr;
+  waking_ = &rank;  // the scheduler's awakened() takes it: no lookup of the fiber's rank
   main_fiber_->schedule(fiber);
+  waking_ = nullptr;
 }
 
 void Engine::wait(SimRank& rank, SimWork& work) {

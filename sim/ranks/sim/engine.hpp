@@ -10,6 +10,7 @@
 #include <optional>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ranks/context.hpp"
@@ -89,6 +90,8 @@ class Engine final : public Clock {
   SimRank* running() { return running_; }  // the running rank, or null on the main fiber
   // The scheduler tells the engine which fiber it resumes next (rank null: not a rank's fiber).
   void switching_to(boost::fibers::context* fiber, SimRank* rank);
+  // The rank whose fiber the engine is handing to the scheduler right now, once; else null.
+  SimRank* take_waking() { return std::exchange(waking_, nullptr); }
   ranks::detail::Rng& schedule_rng() { return rng_; }
   WorkPool* work_pool() { return work_pool_; }
   Trace* trace() { return trace_.get(); }
@@ -160,6 +163,7 @@ class Engine final : public Clock {
   // Boost for the active fiber, a thread-local lookup on every wake.
   boost::fibers::context* main_fiber_ = nullptr;
   SimRank* running_ = nullptr;
+  SimRank* waking_ = nullptr;           // see take_waking()
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
   bool stuck_ = false;

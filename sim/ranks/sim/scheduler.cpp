@@ -24,8 +24,14 @@ void prefetch_range(const void* begin, size_t bytes) noexcept {
 
 }  // namespace
 
-void Scheduler::awakened(boost::fibers::context* ctx, RankProps& props) noexcept {
-  ready_.push_back(Ready{ctx, props.rank});
+void Scheduler::awakened(boost::fibers::context* ctx) noexcept {
+  SimRank* rank = engine_.take_waking();
+  if (rank == nullptr) {
+    // Not woken by the engine: the main fiber, Boost's dispatcher, or a rank's fiber that Boost
+    // woke on its own.
+    if (auto* props = static_cast<RankProps*>(ctx->get_properties())) rank = props->rank;
+  }
+  ready_.push_back(Ready{ctx, rank});
 }
 
 void Scheduler::prefetch_ahead() const noexcept {
@@ -52,11 +58,7 @@ boost::fibers::context* Scheduler::pick_next() noexcept {
   Ready next = ready_.front();
   ready_.pop_front();
   prefetch_ahead();
-  // A fiber is first scheduled when it is made, before its properties name its rank.
-  SimRank* rank = next.rank != nullptr
-                      ? next.rank
-                      : static_cast<RankProps*>(next.fiber->get_properties())->rank;
-  engine_.switching_to(next.fiber, rank);
+  engine_.switching_to(next.fiber, next.rank);
   return next.fiber;
 }
 

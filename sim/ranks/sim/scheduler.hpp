@@ -15,19 +15,22 @@ namespace ranks::sim::detail {
 class Engine;
 struct SimRank;
 
-// Fiber-local storage: which simulated rank a fiber is.
+// Fiber-local storage: which simulated rank a fiber is. Asked only when Boost itself wakes a
+// rank's fiber (a program that uses Boost.Fiber's own primitives inside a rank): the engine names
+// the rank of every fiber it wakes, which spares each wake a read of the fiber's properties.
 class RankProps final : public boost::fibers::fiber_properties {
  public:
-  using fiber_properties::fiber_properties;
-  SimRank* rank = nullptr;
+  RankProps(boost::fibers::context* fiber, SimRank* simulated)
+      : fiber_properties(fiber), rank(simulated) {}
+  SimRank* rank;
 };
 
-class Scheduler final : public boost::fibers::algo::algorithm_with_properties<RankProps> {
+class Scheduler final : public boost::fibers::algo::algorithm {
  public:
   Scheduler(Engine& engine, uint64_t seed, int world_size)
       : engine_(engine), rng_(seed), seeded_(seed != 0), prefetch_(world_size >= prefetch_from) {}
 
-  void awakened(boost::fibers::context* ctx, RankProps& props) noexcept override;
+  void awakened(boost::fibers::context* ctx) noexcept override;
   boost::fibers::context* pick_next() noexcept override;
   bool has_ready_fibers() const noexcept override { return !ready_.empty(); }
   void suspend_until(std::chrono::steady_clock::time_point const&) noexcept override;
