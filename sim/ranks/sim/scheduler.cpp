@@ -11,10 +11,10 @@ constexpr size_t cache_line = 64;
 // runs (a rank-operation takes ~100-200 ns, a miss to memory ~100 ns), near enough that they
 // are still cached.
 constexpr size_t ahead = 4;
-// What a rank touches of its own stack between being resumed and blocking again: the frames
-// from the body's call of an op down to Boost's suspend (1.1 KiB down to Engine::block for a
-// barrier today, measured, plus Boost's own frames). Boost keeps a fiber's control block at the
-// top of its stack, right above those frames.
+// What a rank touches of its own stack between being resumed and blocking again: the body's
+// frames, then an op's, from its call down to Boost's suspend (0.7 KiB below the body since
+// session 8, 1.5 KiB before; measured), plus Boost's own. Boost keeps a fiber's control block at
+// the top of its stack, right above those frames. (8 ranks ahead and 2 KiB measured no better.)
 constexpr size_t stack_bytes_touched = 1280;
 
 void prefetch_range(const void* begin, size_t bytes) noexcept {
