@@ -92,7 +92,7 @@ SimGroup::SimGroup(Engine& engine, GroupSpec spec)
       matches_tags_(capabilities(engine.options().backend).matches_tags),
       mailboxes_(spec_.global_ranks().size()) {}
 
-void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
+inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
   const OpRequest& request = work->request;
   const uint64_t seq = request.seq;
   Pending& pending = pending_at(seq);

@@ -50,7 +50,8 @@ class SimGroup {
     return (*spec_.members)[static_cast<size_t>(group_rank)];
   }
 
-  void arrive(std::shared_ptr<SimWork>&& work);  // a collective
+  // A collective. Inlined into SimComm::submit, its only caller: one frame fewer on every op.
+  [[gnu::always_inline]] inline void arrive(std::shared_ptr<SimWork>&& work);
   void post_send(std::shared_ptr<SimWork>&& work);
   void post_recv(std::shared_ptr<SimWork>&& work);
   // The rank stopped waiting (timeout, stuck run): forget its half of the operation.
