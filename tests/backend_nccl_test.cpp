@@ -202,12 +202,6 @@ TEST(NcclTable, NcclErrorsCarryNcclsText) {
   EXPECT_NO_THROW(backends::nccl::detail::check_nccl(ncclInProgress, "ncclGroupEnd", "x"));
 }
 
-TEST(NcclTable, TimeoutsAreWrittenAsTheSimulatorWritesThem) {
-  using backends::nccl::detail::format_timeout;
-  EXPECT_EQ(format_timeout(30min), "30 min");
-  EXPECT_EQ(format_timeout(5s), "5 s");
-  EXPECT_EQ(format_timeout(250ms), "250 ms");
-}
 #endif
 
 }  // namespace

@@ -14,6 +14,8 @@
 
 #include "harness.hpp"
 #include "invalid_argument.hpp"
+#include "ranks/backends/join.hpp"
+#include "ranks/store/stores.hpp"
 
 namespace ranks::testing {
 namespace {
@@ -392,6 +394,35 @@ TEST(Errors, UncaughtErrorOnEveryRank) {
     EXPECT_EQ(row.state, "failed") << "rank " << row.rank;
     EXPECT_TRUE(Contains(row.error, "bxor")) << "rank " << row.rank;
   }
+}
+
+// gloo and nccl meet in the store before their own bootstrap, so that a rank that never comes
+// is named by its global rank instead of surfacing as a timeout inside the library.
+TEST(Errors, ARankThatNeverJoinsIsNamed) {
+  HashStore store;
+  GroupSpec spec{"world/1,4,6", std::make_shared<const std::vector<int>>(std::vector<int>{1, 4, 6}),
+                 0};
+  store.set("joined/1", {1});  // group rank 1 (global 4) came; group rank 2 (global 6) did not
+  try {
+    backends::join_members(store, spec, std::chrono::milliseconds(20), "gloo: joining");
+    ADD_FAILURE() << "join_members returned with a member missing";
+  } catch (const RendezvousError& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find("gloo: joining: 2/3 ranks joined within 20 ms; missing: 6"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_NO_THROW(store.set("joined/2", {1}));
+  EXPECT_NO_THROW(
+      backends::join_members(store, spec, std::chrono::milliseconds(20), "gloo: joining"));
+}
+
+TEST(Errors, TimeoutsAreWrittenAsTheSimulatorWritesThem) {
+  using namespace std::chrono_literals;
+  EXPECT_EQ(backends::format_timeout(30min), "30 min");
+  EXPECT_EQ(backends::format_timeout(5s), "5 s");
+  EXPECT_EQ(backends::format_timeout(250ms), "250 ms");
+  EXPECT_EQ(backends::format_timeout(0ms), "0 ms");
 }
 
 }  // namespace

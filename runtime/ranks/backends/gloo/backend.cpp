@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "ranks/backends/gloo/work.hpp"
+#include "ranks/backends/join.hpp"
 #include "ranks/backends/plugin.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
@@ -113,34 +114,6 @@ std::shared_ptr<::gloo::transport::Device> open_device() {
 }
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
-
-// Every member announces itself first, so that a rank that never comes is named ("2/3 ranks
-// joined; missing: 2") instead of surfacing as a timeout deep inside gloo.
-void join(ranks::Store& store, const GroupSpec& spec, std::chrono::milliseconds timeout,
-          const std::string& who) {
-  store.set(fmt::format("joined/{}", spec.rank), {1});
-  std::vector<std::string> keys;
-  for (int r = 0; r < spec.size(); ++r) keys.push_back(fmt::format("joined/{}", r));
-  try {
-    store.wait(keys, timeout);
-  } catch (const Error& e) {
-    std::vector<int> missing;
-    for (int r = 0; r < spec.size(); ++r) {
-      try {
-        if (!store.check({keys[static_cast<size_t>(r)]})) {
-          missing.push_back(spec.global_ranks()[static_cast<size_t>(r)]);
-        }
-      } catch (const Error&) {
-        // The store itself failed; its own message (below) says so.
-      }
-    }
-    throw RendezvousError(fmt::format(
-        "{}: {}/{} ranks joined within {} ms; missing: {} ({})", who,
-        spec.size() - static_cast<int>(missing.size()), spec.size(), timeout.count(),
-        missing.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(missing, ", ")),
-        e.what()));
-  }
-}
 
 // How gloo prints an address: "[ip]:port". Debian's gloo prints the port field as stored (in
 // network byte order); raw_port=false gives the converted number, as a fixed gloo would.
@@ -236,7 +209,7 @@ std::shared_ptr<Communicator> connect(const GroupSpec& spec,
   auto store = std::make_shared<PrefixStore>("gloo/" + spec.name, root_store);
   const std::string who = fmt::format("gloo rendezvous of group '{}' (rank {} of {})", spec.name,
                                       spec.rank, spec.size());
-  join(*store, spec, timeout, who);
+  join_members(*store, spec, timeout, who);
   try {
     Mesh mesh = connect_mesh(store, spec, device, timeout);
     std::shared_ptr<::gloo::Context> reverse;

@@ -7,12 +7,13 @@
 #include <cstring>
 #include <numeric>
 
+#include "ranks/backends/join.hpp"
 #include "ranks/backends/nccl/types.hpp"
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/backends/nccl/work.hpp"
+#include "ranks/backends/plugin.hpp"
 #include "ranks/detail/cuda.hpp"
 #include "ranks/detail/memory.hpp"
-#include "ranks/backends/plugin.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
 
@@ -35,32 +36,6 @@ std::vector<uint8_t> bytes_of(const void* p, size_t n) {
   return {b, b + n};
 }
 
-// Every rank announces itself before NCCL starts, so that a rank that never comes is named
-// ("3/4 ranks joined; missing: 2") rather than surfacing as a timeout inside NCCL's bootstrap.
-void join(ranks::Store& store, const GroupSpec& spec, std::chrono::milliseconds timeout,
-          const std::string& who) {
-  store.set(fmt::format("joined/{}", spec.rank), {1});
-  std::vector<std::string> keys;
-  for (int r = 0; r < spec.size(); ++r) keys.push_back(fmt::format("joined/{}", r));
-  try {
-    store.wait(keys, timeout);
-  } catch (const Error& e) {
-    std::vector<int> missing;
-    for (int r = 0; r < spec.size(); ++r) {
-      try {
-        if (!store.check({keys[static_cast<size_t>(r)]})) missing.push_back(r);
-      } catch (const Error&) {
-        // The store itself failed; its own message (below) says so.
-      }
-    }
-    throw RendezvousError(fmt::format(
-        "{}: {}/{} ranks joined within {}; missing: {} ({})", who,
-        spec.size() - static_cast<int>(missing.size()), spec.size(), format_timeout(timeout),
-        missing.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(missing, ", ")),
-        e.what()));
-  }
-}
-
 // The world communicator: rank 0's unique id through the store, then ncclCommInitRankConfig.
 ncclComm_t init_world(const std::shared_ptr<ranks::Store>& root_store, const GroupSpec& spec,
                       int device, std::chrono::milliseconds timeout) {
@@ -69,7 +44,7 @@ ncclComm_t init_world(const std::shared_ptr<ranks::Store>& root_store, const Gro
       "cuda:{})",
       spec.rank, spec.size(), device);
   PrefixStore store("nccl/" + spec.name, root_store);
-  join(store, spec, timeout, who);
+  join_members(store, spec, timeout, who);
   ncclUniqueId id{};
   if (spec.rank == 0) {
     check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId", who);

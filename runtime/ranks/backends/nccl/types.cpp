@@ -87,13 +87,6 @@ void throw_cuda(cudaError_t code, std::string_view call, const std::string& cont
                                  cudaGetErrorString(code)));
 }
 
-std::string format_timeout(std::chrono::milliseconds t) {
-  auto ms = t.count();
-  if (ms != 0 && ms % 60'000 == 0) return fmt::format("{} min", ms / 60'000);
-  if (ms != 0 && ms % 1'000 == 0) return fmt::format("{} s", ms / 1'000);
-  return fmt::format("{} ms", ms);
-}
-
 void settle_slowly(ncclComm_t comm, std::chrono::steady_clock::time_point deadline,
                    const Describe& context, const std::function<std::exception_ptr()>& stop) {
   // A launch normally settles on the first query; init and split take milliseconds to seconds,

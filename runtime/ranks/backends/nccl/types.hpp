@@ -91,7 +91,4 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
-// "30 min", "5 s", "250 ms": the simulator's way of writing a timeout.
-std::string format_timeout(std::chrono::milliseconds timeout);
-
 }  // namespace ranks::backends::nccl::detail

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "ranks/backends/join.hpp"
 #include "ranks/backends/nccl/types.hpp"
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/detail/check.hpp"
