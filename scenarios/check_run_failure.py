@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A real rank that dies must not leave the others hanging.
 
-  check_run_failure.py RANKS_CLI PROGRAM
+  check_run_failure.py RANKS_CLI PROGRAM [BACKEND]
 
-Runs `ranks run -n 3 --backend gloo -- PROGRAM` with CRASH_RANK=1 (the program aborts on that
-rank mid-job) and checks that ranks run returns non-zero, names rank 1 as the first failure and
-how it died, and that the other ranks were stopped or failed on their own (the command returned:
-ctest's timeout catches a hang).
+Runs `ranks run -n 3 --backend BACKEND -- PROGRAM` (gloo by default) with CRASH_RANK=1 (the
+program aborts on that rank mid-job) and checks that ranks run returns non-zero and says that
+rank 1 died on SIGABRT, and that the other ranks were stopped or failed on their own (the command
+returned: ctest's timeout catches a hang). With gloo, `ranks run` itself names the first failure
+and the survivors name rank 1's error as its cause; with mpi, mpirun starts the ranks, stops the
+job and says which rank failed.
 """
 import os
 import subprocess
@@ -15,21 +17,26 @@ import sys
 
 def main():
     ranks_cli, program = sys.argv[1], sys.argv[2]
+    backend = sys.argv[3] if len(sys.argv) > 3 else "gloo"
+    command = [ranks_cli, "run", "-n", "3", "--backend", backend, "--grace", "20", "--", program]
     env = dict(os.environ, CRASH_RANK="1", RANKS_TIMEOUT="60")
-    done = subprocess.run([ranks_cli, "run", "-n", "3", "--backend", "gloo", "--grace", "20", "--",
-                           program], capture_output=True, text=True, env=env, timeout=100)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
     output = done.stdout + done.stderr
     failures = []
     if done.returncode == 0:
         failures.append("ranks run exited 0")
+    if backend == "mpi":
+        if "process rank 1 with PID" not in output or "exited on signal 6" not in output:
+            failures.append("mpirun's report does not say rank 1 died on SIGABRT")
+        finish(failures, output, check_mpi_error(command, env))
+        return
     if "ranks run: rank 1 (pid" not in done.stderr:
         failures.append("the report does not name rank 1 as the first failure")
     if "killed by signal 6" not in done.stderr:
         failures.append("the report does not say rank 1 died on SIGABRT")
     # A rank that fails with an error of its own publishes it; the others name it as the cause.
     env = dict(os.environ, FAIL_RANK="1", RANKS_TIMEOUT="60")
-    thrown = subprocess.run([ranks_cli, "run", "-n", "3", "--backend", "gloo", "--grace", "20",
-                             "--", program], capture_output=True, text=True, env=env, timeout=100)
+    thrown = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
     cause = "the first failure was rank 1: the data loader ran out of batches"
     survivors = [line for line in thrown.stdout.splitlines() + thrown.stderr.splitlines()
                  if cause in line]
@@ -39,10 +46,33 @@ def main():
             not any(line.startswith("[rank 2]") for line in survivors):
         failures.append("no survivor names rank 1's error as the first failure")
         output += thrown.stdout + thrown.stderr
+    finish(failures, output, [])
+
+
+def check_mpi_error(command, env):
+    """Rank 1 throws: its error is printed, and mpirun stops the job naming rank 1."""
+    env = dict(env, FAIL_RANK="1")
+    env.pop("CRASH_RANK", None)
+    thrown = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
+    output = thrown.stdout + thrown.stderr
+    failures = []
+    if thrown.returncode == 0:
+        failures.append("ranks run exited 0 when rank 1 threw")
+    if "the data loader ran out of batches" not in output:
+        failures.append("rank 1's error is not in the output")
+    if "Process name: [[" not in output or "],1]" not in output:
+        failures.append("mpirun does not name rank 1 as the first to exit non-zero")
+    if failures:
+        print(output)
+    return failures
+
+
+def finish(failures, output, more):
+    failures = failures + more
     if failures:
         print(output)
         sys.exit("check_run_failure: " + "; ".join(failures))
-    print("ranks run named the crashed rank and stopped the job; survivors named the first failure")
+    print("ranks run stopped the job and named the rank that failed first")
 
 
 if __name__ == "__main__":

@@ -6,14 +6,12 @@
 // launcher each, no second copy of their logic.
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
 #include "commands.hpp"
+#include "mpirun.hpp"
 
 namespace ranks::cli {
 
@@ -38,30 +36,12 @@ std::string bench_program() {
   return std::filesystem::exists(beside) ? beside.string() : "ranks-bench";
 }
 
-// Open MPI ranks must be started by mpirun: MPI_COMM_WORLD comes from it, not from `ranks run`.
-std::vector<std::string> mpirun_command(const BenchArgs& a) {
-  std::vector<std::string> argv = {
-      "mpirun", "--oversubscribe", "-np", std::to_string(a.world_size), "-x", "RANKS_BACKEND=mpi"};
-  if (geteuid() == 0) argv.insert(argv.begin() + 1, "--allow-run-as-root");
-  // More ranks than cores is normal here (4 ranks on a 2-core CI machine): mpirun refuses to
-  // bind two processes to one core unless told it may.
-  if (a.bind_to == "core") argv.insert(argv.end(), {"--bind-to", "core:overload-allowed"});
-  if (a.bind_to == "none") argv.insert(argv.end(), {"--bind-to", "none"});
-  argv.push_back(bench_program());
-  argv.insert(argv.end(), a.bench_args.begin(), a.bench_args.end());
-  return argv;
-}
-
-[[noreturn]] void exec(std::vector<std::string> argv, const std::string& program) {
-  std::vector<char*> raw;
-  for (auto& s : argv) raw.push_back(s.data());
-  raw.push_back(nullptr);
-  execvp(program.c_str(), raw.data());
-  throw std::runtime_error(fmt::format("cannot run {}: {}", program, std::strerror(errno)));
-}
-
 int run_bench(const BenchArgs& a) {
-  if (!a.simulate && a.backend == "mpi") exec(mpirun_command(a), "mpirun");
+  if (!a.simulate && a.backend == "mpi") {
+    std::vector<std::string> program = {bench_program()};
+    program.insert(program.end(), a.bench_args.begin(), a.bench_args.end());
+    exec_program(mpirun_command(a.world_size, a.bind_to, program));
+  }
   std::vector<std::string> argv = {"ranks", a.simulate ? "sim" : "run", "-n",
                                    std::to_string(a.world_size)};
   if (!a.backend.empty()) argv.insert(argv.end(), {"--backend", a.backend});
@@ -76,7 +56,8 @@ int run_bench(const BenchArgs& a) {
   argv.push_back("--");
   argv.push_back(bench_program());
   argv.insert(argv.end(), a.bench_args.begin(), a.bench_args.end());
-  exec(std::move(argv), self().string());
+  argv.front() = self().string();
+  exec_program(std::move(argv));
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and RANKS_BACKEND),
 // optionally each bound to one CPU, prefixes their output with the rank, and when one exits
 // non-zero or dies on a signal, stops the others and says which rank failed first, how, and its
-// last lines of output.
+// last lines of output. With --backend mpi, mpirun starts the N processes instead (mpirun.hpp).
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "mpirun.hpp"
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
 
@@ -266,6 +267,16 @@ Command add_run_command(CLI::App& app) {
       std::fprintf(stderr, "ranks run: --node-rank %d is out of range [0, %d)\n", args->node_rank,
                    args->nnodes);
       return 2;
+    }
+    if (args->backend == "mpi") {
+      // MPI_COMM_WORLD comes from mpirun, not from these variables: mpirun starts the ranks.
+      if (args->nnodes > 1) {
+        std::fprintf(stderr,
+                     "ranks run: --backend mpi starts this node's ranks through mpirun; for "
+                     "several nodes start the job with mpirun (and a hostfile) or srun\n");
+        return 2;
+      }
+      exec_program(mpirun_command(args->nproc, args->bind_to, args->program));
     }
     if (args->nnodes > 1 && args->master_port == 0) {
       std::fprintf(stderr, "ranks run: with --nnodes > 1, give --master-addr and --master-port\n");
