@@ -84,6 +84,37 @@ TEST(Errors, RootOutOfRangeNamesTheRangeAndCallSite) {
   });
 }
 
+// Object collectives check their root before anything is sent: a small gather_object travels
+// in an all_gather, which has no root of its own to check.
+TEST(Errors, ObjectCollectivesCheckTheirRoot) {
+  run_and_resync([] {
+    int line = 0;
+    std::string m;
+    const std::string small = "x";
+    const std::string large(1 << 20, 'y');  // past the size that travels in one all_gather
+
+    line = __LINE__ + 1;
+    m = invalid_argument([&] { gather_object(small, kWorld); });
+    EXPECT_TRUE(Contains(m, "gather_object on group 'world'")) << m;
+    EXPECT_TRUE(Contains(m, "dst 4 is out of range [0, 4)")) << m;
+    EXPECT_TRUE(Contains(m, site(line))) << m;
+
+    m = invalid_argument([&] { gather_object(small, -1); });
+    EXPECT_TRUE(Contains(m, "dst -1")) << m;
+    m = invalid_argument([&] { gather_object(large, -1); });
+    EXPECT_TRUE(Contains(m, "dst -1")) << m;
+    m = invalid_argument([&] { gather_object(large, kWorld + 5); });
+    EXPECT_TRUE(Contains(m, "dst 9")) << m;
+
+    std::vector<std::string> objects = {small};
+    line = __LINE__ + 1;
+    m = invalid_argument([&] { broadcast_object_list(objects, kWorld); });
+    EXPECT_TRUE(Contains(m, "src 4")) << m;
+    EXPECT_TRUE(Contains(m, site(line))) << m;
+    EXPECT_EQ(objects, std::vector<std::string>{small});
+  });
+}
+
 TEST(Errors, PeerOutOfRangeSelfAndNegativeTag) {
   run_and_resync([] {
     const int rank = get_rank();

@@ -17,8 +17,9 @@ std::string where_str(const std::source_location& where) {
 }
 
 std::string Call::describe() const {
-  if (group == nullptr) return fmt::format("{} at {}", op_name(op), where_str(where));
-  return fmt::format("{} on group '{}' (rank {} of {}) at {}", op_name(op), group->spec.name,
+  const std::string_view what = name.empty() ? op_name(op) : name;
+  if (group == nullptr) return fmt::format("{} at {}", what, where_str(where));
+  return fmt::format("{} on group '{}' (rank {} of {}) at {}", what, group->spec.name,
                      group->spec.rank, group->size(), where_str(where));
 }
 

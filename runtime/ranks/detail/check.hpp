@@ -20,6 +20,8 @@ struct Call {
   OpKind op;
   const GroupImpl* group;  // null when not distributed
   std::source_location where;
+  std::string_view name = {};  // what messages call the op, when not op's own name
+                               // ("gather_object" for an object collective's tensor op)
   std::string describe() const;
 };
 

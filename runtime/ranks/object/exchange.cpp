@@ -7,6 +7,7 @@
 
 #include "ranks/capabilities.hpp"
 #include "ranks/context.hpp"
+#include "ranks/detail/check.hpp"
 #include "ranks/detail/gather_into.hpp"
 #include "ranks/init.hpp"
 
@@ -143,6 +144,9 @@ Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, wher
 
 std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::string_view op,
                                   where_t where) {
+  // Checked before anything is sent: small payloads travel in an all_gather, which has no root
+  // to check, and a dst outside the group would leave every rank with nullopt.
+  ranks::detail::check_root({OpKind::Gather, &impl_of(group), where, op}, dst, "dst");
   auto [heads, lengths] = all_gather_heads(mine, group, op, where);
   if (largest(lengths) <= eager_bytes) {
     if (get_rank(group) != dst) return std::nullopt;
