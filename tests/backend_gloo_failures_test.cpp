@@ -100,6 +100,8 @@ void collective_times_out(bool blocking) {
       } else {
         Work w = c.submit(OpKind::AllReduce, {t}, {t});
         message = expect_error<Timeout>([&] { w.wait(200ms); }, "all_reduce");
+        check(w.is_completed() && w.exception() != nullptr,
+              "a timed-out Work is completed and holds its error");
       }
       check(has(message, "did not complete within 200 ms"), message);
       std::string later =

@@ -203,21 +203,28 @@ void Engine::wait(SimRank& rank, SimWork& work) {
 void Engine::refuse_to_wait(SimRank& rank, SimWork& work) {
   if (!dead_.empty() && peers_fail_fast_) {
     for (int dead : dead_) {
-      if (!work.group.involves(work, dead)) continue;
-      work.group.withdraw(work);
-      std::rethrow_exception(dead_peer_error(rank, work, dead));
+      if (work.group.involves(work, dead)) fail_wait(work, dead_peer_error(rank, work, dead));
     }
   }
   if (stuck_) {
-    work.group.withdraw(work);
-    throw Deadlock(fmt::format("rank {} cannot start waiting in {} at {}: the run is already stuck",
-                               rank.rank, work.info.op, ranks::detail::where_str(work.info.where)));
+    fail_wait(work, std::make_exception_ptr(Deadlock(fmt::format(
+                        "rank {} cannot start waiting in {} at {}: the run is already "
+                        "stuck",
+                        rank.rank, work.info.op, ranks::detail::where_str(work.info.where)))));
   }
 }
 
 void Engine::throw_wake_error(SimRank& rank, SimWork& work) {
+  fail_wait(work, std::exchange(rank.wake_error, nullptr));
+}
+
+void Engine::fail_wait(SimWork& work, std::exception_ptr error) {
+  // The op is over for this rank, as a real backend's is when it times out or loses a peer: its
+  // Work reports it completed, with the error (Work::is_completed, Work::exception).
   work.group.withdraw(work);
-  std::rethrow_exception(std::exchange(rank.wake_error, nullptr));
+  work.error = error;
+  work.done = true;
+  std::rethrow_exception(error);
 }
 
 void Engine::complete(SimWork& work, std::exception_ptr error) {

@@ -136,6 +136,8 @@ class Engine final : public Clock {
   // the dead are not involved), and an error the rank was woken with.
   [[gnu::noinline]] void refuse_to_wait(SimRank& rank, SimWork& work);
   [[noreturn, gnu::noinline]] void throw_wake_error(SimRank& rank, SimWork& work);
+  // Ends the rank's wait for work with error: the work is withdrawn and done, the error thrown.
+  [[noreturn]] void fail_wait(SimWork& work, std::exception_ptr error);
   void wake(SimRank& rank);
   void fire_deadlines(Nanos time);
   void declare_stuck();
