@@ -1,7 +1,9 @@
 // The JSON report keeps shared/API.md's schema: its keys, their types and allowed values.
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "harness.hpp"
 
@@ -24,15 +26,21 @@ void expect_schema(const sim::Report& report) {
   ASSERT_TRUE(json["ranks"].is_array());
   EXPECT_EQ(json["ranks"].size(), static_cast<size_t>(report.world_size));
   const std::set<std::string> states = {"finished", "blocked", "failed", "crashed"};
-  const std::set<std::string> row_keys = {"rank",  "state", "op",    "group", "seq",
-                                          "where", "peer",  "dtype", "count", "error"};
+  // The schema's keys are in every row, whatever its state; the extras only when the op has
+  // them.
+  const std::vector<std::string> strings = {"state", "op", "group", "where", "error"};
+  const std::set<std::string> extras = {"peer", "dtype", "count"};
   for (size_t i = 0; i < json["ranks"].size(); ++i) {
     const auto& row = json["ranks"][i];
+    SCOPED_TRACE(row.dump());
     EXPECT_EQ(row["rank"], static_cast<int>(i));
-    EXPECT_TRUE(states.count(row["state"].get<std::string>())) << row.dump();
-    for (auto it = row.begin(); it != row.end(); ++it) EXPECT_TRUE(row_keys.count(it.key()));
-    if (row.contains("seq")) {
-      EXPECT_TRUE(row["seq"].is_number_integer());
+    EXPECT_TRUE(states.count(row["state"].get<std::string>()));
+    for (const auto& key : strings) EXPECT_TRUE(row.contains(key) && row[key].is_string()) << key;
+    EXPECT_TRUE(row.contains("seq") && row["seq"].is_number_integer());
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      EXPECT_TRUE(it.key() == "rank" || it.key() == "seq" ||
+                  std::count(strings.begin(), strings.end(), it.key()) || extras.count(it.key()))
+          << it.key();
     }
   }
   EXPECT_TRUE(json["cycle"].is_array());
@@ -58,8 +66,27 @@ TEST(Report, DeadlockFollowsTheSchemaAndNamesTheCallSite) {
   EXPECT_EQ(json["ranks"][0]["op"], "barrier");
   EXPECT_EQ(json["ranks"][0]["where"], "report_test.cpp:" + std::to_string(line));
   EXPECT_EQ(json["ranks"][3]["state"], "finished");
+  EXPECT_EQ(json["ranks"][3]["op"], "");
+  EXPECT_EQ(json["ranks"][3]["seq"], -1);
+  EXPECT_EQ(json["ranks"][3]["error"], "");
   EXPECT_NE(json["message"].get<std::string>().find("missing: rank 3"), std::string::npos)
       << json["message"];
+}
+
+// A body that throws outside any op, and a rank that crashes while sleeping: rows with no group
+// or seq still have the keys.
+TEST(Report, FailuresOutsideCollectivesFollowTheSchema) {
+  auto thrown = simulate(3, [] {
+    if (get_rank() == 2) throw std::runtime_error("boom on rank 2");
+    barrier();
+  });
+  expect_schema(thrown);
+  sim::Options options = default_options();
+  options.faults = {"crash:rank=1,at=1"};
+  auto crashed = simulate(
+      2, [] { sleep_for(std::chrono::seconds(2)); }, options);
+  EXPECT_EQ(crashed.outcome, sim::Outcome::Crash) << crashed.to_text();
+  expect_schema(crashed);
 }
 
 TEST(Report, TextReportGroupsIdenticalRanks) {

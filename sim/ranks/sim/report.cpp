@@ -89,15 +89,13 @@ std::string Report::to_json() const {
   out += "  \"ranks\": [";
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankReport& row = ranks[i];
-    json j = {{"rank", row.rank}, {"state", row.state}};
-    if (!row.op.empty()) j["op"] = row.op;
-    if (!row.group.empty()) j["group"] = row.group;
-    if (row.seq >= 0) j["seq"] = row.seq;
-    if (!row.where.empty()) j["where"] = row.where;
+    // Every row has the schema's keys (shared/API.md), with RankReport's "" and -1 where a rank
+    // has none (a finished rank is in no op); the extras only when the op has them.
+    json j = {{"rank", row.rank}, {"state", row.state}, {"op", row.op},      {"group", row.group},
+              {"seq", row.seq},   {"where", row.where}, {"error", row.error}};
     if (row.peer) j["peer"] = *row.peer;
     if (!row.dtype.empty()) j["dtype"] = row.dtype;
     if (row.count >= 0) j["count"] = row.count;
-    if (!row.error.empty()) j["error"] = row.error;
     out += (i == 0 ? "\n    " : ",\n    ") + j.dump();
   }
   out += ranks.empty() ? "],\n" : "\n  ],\n";
