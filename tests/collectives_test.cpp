@@ -400,6 +400,11 @@ TEST(CollectivesAsync, MeanKeepsIntegerDtypeAndTruncates) {
     all_reduce(t, "mean");
     EXPECT_EQ(t.dtype(), DType::Int64);
     EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{2, 3, -1}));
+    // The asynchronous form takes the name too (MMEngine's names, any case).
+    Tensor u = rank == 0 ? Tensor::of<int64_t>({1, 2, -1}) : Tensor::of<int64_t>({3, 4, -2});
+    Work w = all_reduce_async(u, "MEAN");
+    w.wait();
+    EXPECT_EQ(u.to_vector<int64_t>(), (std::vector<int64_t>{2, 3, -1}));
   });
 }
 

@@ -109,6 +109,10 @@ Work all_reduce_async(Tensor& tensor, ReduceOp op, const Group& group, where_t w
   return all_reduce_op(tensor, op, group, where, Waits::Later);
 }
 
+Work all_reduce_async(Tensor& tensor, std::string_view op, const Group& group, where_t where) {
+  return all_reduce_op(tensor, parse_reduce_op(op), group, where, Waits::Later);
+}
+
 void all_reduce(Tensor& tensor, ReduceOp op, const Group& group, where_t where) {
   all_reduce_op(tensor, op, group, where, Waits::AtOnce).wait();
 }

@@ -45,6 +45,7 @@ Work irecv(Tensor&, int src = any_source, const Group& = {}, int tag = 0, RANKS_
 // like the input; the tensors are written when the Work completes.
 Work barrier_async(const Group& = {}, RANKS_WHERE);
 Work all_reduce_async(Tensor&, ReduceOp = ReduceOp::Sum, const Group& = {}, RANKS_WHERE);
+Work all_reduce_async(Tensor&, std::string_view op, const Group& = {}, RANKS_WHERE);
 Work all_gather_async(std::vector<Tensor>& out, const Tensor& in, const Group& = {}, RANKS_WHERE);
 Work gather_async(std::vector<Tensor>& out, const Tensor& in, int dst = 0, const Group& = {},
                   RANKS_WHERE);
