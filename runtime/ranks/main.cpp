@@ -56,7 +56,18 @@ sim::Options sim_options_from_env() {
 }
 
 int run_simulated(const std::function<void()>& body) {
-  sim::Report report = sim::run(sim_options_from_env(), body);
+  sim::Report report;
+  const sim::Options options = sim_options_from_env();
+  try {
+    report = sim::run(options, body);
+  } catch (const InvalidArgument& e) {
+    // Options the simulator refuses (a fault spec naming a rank the run does not have, an
+    // unknown model): no rank ran, and the report says why rather than nothing.
+    report.outcome = sim::Outcome::Error;
+    report.world_size = options.world_size;
+    report.seed = options.seed;
+    report.message = fmt::format("the simulator did not start: {}", e.what());
+  }
   std::fflush(stdout);
   std::fputs(("\n" + report.to_text()).c_str(), stdout);
   if (const char* path = env("RANKS_SIM_REPORT"); path && *path) {
