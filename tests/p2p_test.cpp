@@ -224,9 +224,9 @@ TEST(P2P, CudaTaggedTensorsTravelToo) {
       2,
       [] {
         if (get_rank() == 0) {
-          send(Tensor::of<float>({1.5f, -2.5f}, Device::cuda(0)), 1);
+          send(Tensor::of<float>({1.5f, -2.5f}, comm_device()), 1);
         } else {
-          Tensor t = Tensor::zeros({2}, DType::Float32, Device::cuda(0));
+          Tensor t = Tensor::zeros({2}, DType::Float32, comm_device());
           recv(t, 0);
           EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.5f, -2.5f}));
         }
@@ -356,7 +356,7 @@ TEST(P2P, UnderNcclRulesTagsDoNotReorderMessages) {
   run_ranks(
       2,
       [] {
-        Tensor t = Tensor::of<float>({1.0f, 2.0f}, Device::cuda(0));
+        Tensor t = Tensor::of<float>({1.0f, 2.0f}, Device::cuda(get_local_rank()));
         if (get_rank() == 0) {
           send(t, 1, {}, 1);
           send(t, 1, {}, 2);

@@ -83,7 +83,8 @@ const BackendCapabilities nccl{"nccl",
                                nccl_reduce_ops,
                                torch_sources,
                                /*recv_any_source=*/false,
-                               /*matches_tags=*/false};
+                               /*matches_tags=*/false,
+                               /*one_gpu_per_rank=*/true};
 const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
 const BackendCapabilities mpi{"mpi", mpi_ops, all_reduce_ops, torch_sources};
 
@@ -107,13 +108,14 @@ BackendCapabilities::BackendCapabilities(std::string_view backend_name,
                                          std::span<const OpSupport> op_rows,
                                          std::span<const ReduceOp> reduce_op_list,
                                          std::string_view table_sources, bool receives_any_source,
-                                         bool tags_select)
+                                         bool tags_select, bool gpu_per_rank)
     : backend(backend_name),
       ops(op_rows),
       reduce_ops(reduce_op_list),
       sources(table_sources),
       recv_any_source(receives_any_source),
-      matches_tags(tags_select) {
+      matches_tags(tags_select),
+      one_gpu_per_rank(gpu_per_rank) {
   row_of_.fill(-1);
   for (size_t row = 0; row < ops.size(); ++row) {
     row_of_[static_cast<size_t>(ops[row].op)] = static_cast<int8_t>(row);
@@ -200,7 +202,8 @@ std::string BackendCapabilities::to_markdown() const {
       "float16, bfloat16, float32, float64).{}\ntorch columns: {}.\n",
       ops_list,
       std::string(recv_any_source ? "" : " recv from any_source: ✘.") +
-          (matches_tags ? "" : " tags: ignored (two ranks' messages pair in posting order)."),
+          (matches_tags ? "" : " tags: ignored (two ranks' messages pair in posting order).") +
+          (one_gpu_per_rank ? " cuda tensors: on the rank's own GPU, cuda:<local rank>." : ""),
       sources);
   return out;
 }

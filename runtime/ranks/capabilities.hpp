@@ -37,7 +37,8 @@ struct OpSupport {
 struct BackendCapabilities {
   BackendCapabilities(std::string_view backend, std::span<const OpSupport> ops,
                       std::span<const ReduceOp> reduce_ops, std::string_view sources,
-                      bool recv_any_source = true, bool matches_tags = true);
+                      bool recv_any_source = true, bool matches_tags = true,
+                      bool one_gpu_per_rank = false);
 
   std::string_view backend;
   std::span<const OpSupport> ops;
@@ -48,6 +49,9 @@ struct BackendCapabilities {
   // Whether tags select messages; NCCL ignores them and pairs two ranks' sends and receives in
   // the order they were posted.
   bool matches_tags = true;
+  // Whether a rank's cuda tensors must be on its own GPU, cuda:<local rank>: an NCCL
+  // communicator is bound to one device, and NCCL refuses two ranks on one.
+  bool one_gpu_per_rank = false;
 
   const OpSupport* find(OpKind op) const {
     const int8_t row = row_of_[static_cast<size_t>(op)];

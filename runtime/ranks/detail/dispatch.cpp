@@ -46,8 +46,12 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
 }
 
 Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
-  if (group.capabilities != nullptr && !group.capabilities->allows(request)) {
-    reject_if_unsupported(group, request, where);
+  if (group.capabilities != nullptr) {
+    if (!group.capabilities->allows(request)) reject_if_unsupported(group, request, where);
+    if (group.capabilities->one_gpu_per_rank) {
+      check_own_gpu({request.kind, &group, where}, request.inputs, request.outputs,
+                    current().local_rank);
+    }
   }
   request.where = where;
   if (debug_detail() && !is_point_to_point(request.kind) && current().clock == nullptr) {
