@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -84,7 +85,7 @@ TEST_P(CollectResults, UpstreamTwoRankCases) {
     check(collect_results(mine, 4, "gpu"), four);
     check(collect_results(mine, 3, "cpu"), three);
     check(collect_results(mine, 3, "gpu"), three);
-    // A tmpdir every rank is told: the call's own directory inside it is removed, tmpdir is not.
+    // A tmpdir every rank is told (MMEngine's test): it is gone afterwards, as in MMEngine.
     std::vector<std::string> tmpdir(1);
     if (rank == 0) {
       char name[] = "/tmp/ranks-collect-XXXXXX";
@@ -94,8 +95,20 @@ TEST_P(CollectResults, UpstreamTwoRankCases) {
     check(collect_results(mine, 4, "cpu", fs::path(tmpdir[0])), four);
     barrier();
     if (rank == 0) {
-      EXPECT_TRUE(fs::is_directory(tmpdir[0]));
-      EXPECT_TRUE(fs::is_empty(tmpdir[0]));
+      EXPECT_FALSE(fs::exists(tmpdir[0]));
+    }
+    // Unlike MMEngine, a tmpdir that holds anything else stays, with what it holds.
+    if (rank == 0) {
+      char name[] = "/tmp/ranks-collect-XXXXXX";
+      tmpdir[0] = mkdtemp(name);
+      std::ofstream(fs::path(tmpdir[0]) / "keep.txt") << "not the call's";
+    }
+    broadcast_object_list(tmpdir);
+    check(collect_results(mine, 4, "cpu", fs::path(tmpdir[0])), four);
+    barrier();
+    if (rank == 0) {
+      EXPECT_TRUE(fs::exists(fs::path(tmpdir[0]) / "keep.txt"));
+      EXPECT_EQ(std::distance(fs::directory_iterator(tmpdir[0]), fs::directory_iterator()), 1);
       fs::remove_all(tmpdir[0]);
     }
   });
@@ -157,7 +170,9 @@ TEST_P(CollectResults, ARankThatDoesNotShareTheDirectoryIsNamedEverywhere) {
     fs::current_path(previous);
     barrier();
     if (rank == 0) {
-      EXPECT_TRUE(fs::is_empty(fs::path(base[0]) / "rank0" / "results"));  // rank 0 cleaned up
+      // Rank 0 cleaned up: its directory for the call, and the tmpdir that was left empty.
+      EXPECT_TRUE(fs::is_directory(fs::path(base[0]) / "rank0"));
+      EXPECT_FALSE(fs::exists(fs::path(base[0]) / "rank0" / "results"));
       fs::remove_all(base[0]);
     }
   });

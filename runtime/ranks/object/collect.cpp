@@ -125,11 +125,18 @@ Bytes read_part(const fs::path& dir, int rank) {
 }
 
 // Removes rank 0's directory however collect_results leaves.
+// Rank 0's cleanup: the call's own directory, then tmpdir too when nothing else is in it.
+// MMEngine deletes tmpdir whatever it holds (its test checks that tmpdir is gone); removing it
+// only when empty gives the same result for a tmpdir made for the call and never deletes files
+// that are not the call's.
 struct RemoveOnExit {
   fs::path dir;
+  std::optional<fs::path> tmpdir;
   ~RemoveOnExit() {
     std::error_code ignored;
-    if (!dir.empty()) fs::remove_all(dir, ignored);
+    if (dir.empty()) return;
+    fs::remove_all(dir, ignored);
+    if (tmpdir) fs::remove(*tmpdir, ignored);  // fails, harmlessly, unless tmpdir is empty
   }
 };
 
@@ -162,7 +169,7 @@ void collect_through_directory(Bytes mine, const std::optional<fs::path>& tmpdir
   if (!a.error.empty()) {
     throw Error(fmt::format("collect_results at {}: {}", where_text(where), a.error));
   }
-  RemoveOnExit cleanup{rank == 0 ? fs::path(a.dir) : fs::path()};
+  RemoveOnExit cleanup{rank == 0 ? fs::path(a.dir) : fs::path(), tmpdir};
 
   const std::string mine_status = write_part(a, mine, rank);
   mine = Bytes{};  // the part is on disk now; rank 0 reads it back with the others

@@ -24,7 +24,7 @@ void check_collect_args(std::string_view device, const std::optional<std::filesy
 // there, writes its part, and all ranks exchange what happened (so a rank that cannot see or
 // write the directory makes every rank raise the same error, naming it, instead of leaving
 // anyone waiting). Rank 0 then reads the parts in rank order into consume(rank, payload) and
-// removes the directory (only the one it made, never tmpdir itself).
+// removes the directory it made, and tmpdir as MMEngine does, but only when it is then empty.
 void collect_through_directory(Bytes mine, const std::optional<std::filesystem::path>& tmpdir,
                                const std::function<void(int, std::span<const uint8_t>)>& consume,
                                where_t where);
