@@ -5,6 +5,7 @@
 
 #include "bench_ops.hpp"
 #include "harness.hpp"
+#include "report_lines.hpp"
 #include "runner.hpp"
 #include "sizes.hpp"
 #include "values.hpp"
@@ -61,6 +62,57 @@ TEST(Bench, TheCheckCountsWrongElements) {
   EXPECT_EQ(bench::count_wrong(t, 0, mine), 2);
   // The expected sum, written out: (7r + 3i) mod 4 over r = 0..3 at i = 1 is 3 + 2 + 1 + 0.
   EXPECT_EQ(bench::reduced_value(4, 1, ReduceOp::Sum), 6);
+}
+
+// Integer reductions wrap as the dtype does (every backend's sum of int8 does); the expected
+// values must too, or a correct run of 130 ranks would count wrong values.
+TEST(Bench, ExpectedIntegerResultsWrapAsTheDtypeDoes) {
+  const int n = 130;
+  for (int64_t i = 0; i < 8; ++i) {
+    int64_t sum = 0;
+    for (int r = 0; r < n; ++r)
+      sum += static_cast<int64_t>(bench::input_value(r, i, ReduceOp::Sum));
+    ASSERT_GT(sum, 127);  // the case this test is about
+    EXPECT_EQ(bench::reduced_value(n, i, ReduceOp::Sum, DType::Int8), static_cast<int8_t>(sum));
+    EXPECT_EQ(bench::reduced_value(n, i, ReduceOp::Sum, DType::UInt8), static_cast<uint8_t>(sum));
+    EXPECT_EQ(bench::reduced_value(n, i, ReduceOp::Mean, DType::Int8),
+              static_cast<int8_t>(sum) / n);
+    EXPECT_EQ(bench::reduced_value(n, i, ReduceOp::Sum, DType::Float32), sum);
+  }
+  // Products stay small at any world size: 1, 2 or 4.
+  for (int world : {7, 64, 1000}) {
+    for (int64_t i = 0; i < 14; ++i) {
+      const double p = bench::reduced_value(world, i, ReduceOp::Product, DType::Int8);
+      EXPECT_TRUE(p == 1 || p == 2 || p == 4) << world << " " << i << " " << p;
+    }
+  }
+  // And the library agrees at that size.
+  run_ranks(n, [] {
+    bench::RunConfig config;
+    config.dtype = DType::Int8;
+    config.warmup = 0;
+    config.iters = 1;
+    for (const auto& op : bench::bench_ops()) {
+      if (op.name != "all_reduce" && op.name != "reduce_scatter") continue;
+      EXPECT_EQ(bench::measure(op, config, 1040).wrong, 0) << op.name;
+    }
+  });
+}
+
+TEST(Bench, WrongValuesFailTheRunAndTheFooterSaysSo) {
+  EXPECT_NO_THROW(bench::fail_if_wrong(0));
+  EXPECT_NO_THROW(bench::fail_if_wrong(-1));
+  EXPECT_THROW(bench::fail_if_wrong(3), Error);
+  auto footer = [](int64_t wrong) {
+    char buffer[256] = {};
+    std::FILE* out = fmemopen(buffer, sizeof(buffer), "w");
+    bench::print_footer(out, wrong, 3.0, 2);
+    std::fclose(out);
+    return std::string(buffer);
+  };
+  EXPECT_EQ(footer(0), "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.500\n");
+  EXPECT_TRUE(Contains(footer(7), "# Out of bounds values : 7 FAILED"));
+  EXPECT_TRUE(Contains(footer(-1), "N/A (not checked)"));
 }
 
 class BenchOnBackend : public ::testing::TestWithParam<std::string> {};

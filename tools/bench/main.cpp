@@ -36,12 +36,17 @@ struct Args {
   std::string json;
 };
 
-ranks::DType parse_dtype(const std::string& name) {
+ranks::DType parse_dtype(std::string name) {
+  // nccl-tests' names too
+  if (name == "half") name = "float16";
+  if (name == "float") name = "float32";
+  if (name == "double") name = "float64";
   for (ranks::DType d : ranks::all_dtypes) {
     if (ranks::dtype_name(d) == name && d != ranks::DType::Bool) return d;
   }
   throw ranks::InvalidArgument(fmt::format(
-      "dtype '{}' is not one of uint8, int8, int32, int64, float16, bfloat16, float32, float64",
+      "dtype '{}' is not one of uint8, int8, int32, int64, float16 (half), bfloat16, float32 "
+      "(float), float64 (double)",
       name));
 }
 
@@ -80,11 +85,19 @@ std::string skip_reason(const ranks::bench::BenchOp& op, const ranks::bench::Run
   return why.value_or("");
 }
 
-void run(const Args& args) {
+// MMEngine's names (ranks::parse_reduce_op), and nccl-tests' prod and avg.
+ranks::ReduceOp parse_bench_reduce_op(const std::string& name) {
+  if (name == "prod") return ranks::ReduceOp::Product;
+  if (name == "avg") return ranks::ReduceOp::Mean;
+  return ranks::parse_reduce_op(name);
+}
+
+// Returns the number of wrong values found (summed over ranks and rows; -1: none checked).
+int64_t run(const Args& args) {
   using namespace ranks::bench;
   RunConfig config;
   config.dtype = parse_dtype(args.dtype);
-  config.reduce_op = ranks::parse_reduce_op(args.reduce_op);
+  config.reduce_op = parse_bench_reduce_op(args.reduce_op);
   config.warmup = args.warmup;
   config.iters = args.iters;
   config.check = args.check != 0;
@@ -107,6 +120,9 @@ void run(const Args& args) {
   const auto started = std::chrono::steady_clock::now();
   const size_t steps = ops.size() * sizes.size();
   size_t step = 0;
+  int64_t wrong = config.check ? 0 : -1;
+  double busbw_sum = 0;
+  size_t rows = 0;
   for (const BenchOp* op : ops) {
     if (std::string why = skip_reason(*op, config); !why.empty()) {
       if (leader)
@@ -119,7 +135,10 @@ void run(const Args& args) {
       ++step;
       Measurement m = measure(*op, config, bytes);
       if (m.shape.piece_count == 0) continue;  // smaller than one element per rank
+      if (m.wrong > 0) wrong += m.wrong;       // every rank has the sum (measure all-reduces it)
       if (!leader) continue;
+      busbw_sum += row_busbw(*op, m, info.world_size);
+      ++rows;
       print_row(stdout, *op, config, m, info.world_size);
       std::fflush(stdout);
       if (json.is_open()) json << json_line(info, *op, config, m) << '\n' << std::flush;
@@ -130,6 +149,8 @@ void run(const Args& args) {
     }
     if (leader) fmt::print("\n");
   }
+  if (leader) print_footer(stdout, wrong, busbw_sum, rows);
+  return wrong;
 }
 
 }  // namespace
@@ -145,7 +166,8 @@ int main(int argc, char** argv) {
                  "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, "
                  "sendrecv; a comma-separated list, or all");
   app.add_option("-d,--datatype", args.dtype, "float32, float64, float16, bfloat16, int32, ...");
-  app.add_option("-r,--redop", args.reduce_op, "sum, mean, product, min, max, band, bor, bxor");
+  app.add_option("-r,--redop", args.reduce_op,
+                 "sum, mean (avg), product (prod), min, max, band, bor, bxor");
   app.add_option("-w,--warmup_iters", args.warmup, "untimed runs per size")
       ->check(CLI::NonNegativeNumber);
   app.add_option("-n,--iters", args.iters, "timed runs per size")->check(CLI::PositiveNumber);
@@ -159,5 +181,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  return ranks::main(argc, argv, [&] { run(args); });
+  // Every rank has the count, so every launcher sees the run fail.
+  return ranks::main(argc, argv, [&] { ranks::bench::fail_if_wrong(run(args)); });
 }

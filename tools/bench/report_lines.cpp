@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ranks/errors.hpp"
 #include "ranks/ranks.hpp"
 
 #ifndef RANKS_GIT_REVISION
@@ -80,6 +81,29 @@ void print_row(std::FILE* out, const BenchOp& op, const RunConfig& c, const Meas
              op.uses_reduce_op ? reduce_op_name(c.reduce_op) : "-", m.seconds * 1e6, alg,
              alg * busbw_factor(op.name, world_size),
              m.wrong < 0 ? std::string("N/A") : std::to_string(m.wrong));
+}
+
+void fail_if_wrong(int64_t wrong) {
+  if (wrong > 0) {
+    throw Error(
+        fmt::format("ranks bench: {} wrong values (the #wrong column): the backend's "
+                    "results differ from the expected ones",
+                    wrong));
+  }
+}
+
+double row_busbw(const BenchOp& op, const Measurement& m, int world_size) {
+  return algbw(m) * busbw_factor(op.name, world_size);
+}
+
+void print_footer(std::FILE* out, int64_t wrong, double busbw_sum, size_t rows) {
+  const std::string count = wrong < 0 ? std::string("N/A") : std::to_string(wrong);
+  fmt::print(out, "# Out of bounds values : {} {}\n", count,
+             wrong < 0    ? "(not checked)"
+             : wrong == 0 ? "OK"
+                          : "FAILED");
+  fmt::print(out, "# Avg bus bandwidth    : {:.3f}\n",
+             rows == 0 ? 0.0 : busbw_sum / static_cast<double>(rows));
 }
 
 std::string json_line(const RunInfo& info, const BenchOp& op, const RunConfig& c,

@@ -25,6 +25,13 @@ RunInfo describe_run();
 void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const RunConfig& config);
 void print_row(std::FILE* out, const BenchOp& op, const RunConfig& config, const Measurement& m,
                int world_size);
+// nccl-tests' closing lines: "# Out of bounds values : N OK|FAILED" and the mean bus bandwidth
+// over every row printed (wrong < 0: nothing was checked).
+void print_footer(std::FILE* out, int64_t wrong, double busbw_sum, size_t rows);
+// As nccl-tests, wrong results fail the run: throws ranks::Error when wrong > 0.
+void fail_if_wrong(int64_t wrong);
+// A row's bus bandwidth (GB/s), as its table line shows it.
+double row_busbw(const BenchOp& op, const Measurement& m, int world_size);
 std::string json_line(const RunInfo& info, const BenchOp& op, const RunConfig& config,
                       const Measurement& m);
 

@@ -48,7 +48,7 @@ Case make_case(const BenchOp& op, const RunConfig& c, int64_t count) {
   const Device device = comm_device();
   const ReduceOp rop = c.reduce_op;
   auto one = std::make_shared<Tensor>(buffer(count, c, device));
-  auto reduced = [n, rop](int64_t i) { return reduced_value(n, i, rop); };
+  auto reduced = [n, rop, dtype = c.dtype](int64_t i) { return reduced_value(n, i, rop, dtype); };
   switch (op.kind) {
     case OpKind::AllReduce:
       return {[=] { load(*one, r, 0, rop); }, [=] { all_reduce(*one, rop); },

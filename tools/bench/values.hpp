@@ -13,9 +13,10 @@ namespace ranks::bench {
 // Element `index` of rank `rank`'s input: small integers, so sums over thousands of ranks stay
 // exact in float32 and products stay small (mostly 1s, some 2s).
 double input_value(int rank, int64_t index, ReduceOp op);
-// What reducing input_value(r, index) over ranks 0..n-1 gives, in exact arithmetic (mean:
-// divided by n; the check allows the dtype's rounding).
-double reduced_value(int n, int64_t index, ReduceOp op);
+// What reducing input_value(r, index) over ranks 0..n-1 gives in dtype: exact arithmetic,
+// wrapped to the width of an integer dtype (an integer mean divides that sum, truncating); a
+// float mean is divided by n and the check allows the dtype's rounding.
+double reduced_value(int n, int64_t index, ReduceOp op, DType dtype = DType::Float64);
 
 // Sets t[i] = input_value(rank, first + i).
 void fill(Tensor& t, int rank, int64_t first, ReduceOp op);
