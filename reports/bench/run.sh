@@ -12,9 +12,7 @@ sweep="-o all -b 8 -e 2M -f 2 -w 3 -n 3 -R 30"
 passes=${PASSES:-2}  # the report keeps the fastest of the passes at each point
 data="$here/data"
 measure=${MEASURE:-1}  # MEASURE=0: refit and re-predict the measurements already in data/
-# Build what runs here. Configuring again refreshes the git revision that every row carries
-# (CMake takes it when it configures, so an old build directory would label rows with an old one).
-cmake "$build" >/dev/null
+# Build what runs here (the build writes the git revision every row carries).
 cmake --build "$build" --target ranks_cli ranks_bench >/dev/null
 mkdir -p "$data"
 rm -f "$data"/sim-*

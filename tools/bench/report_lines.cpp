@@ -13,9 +13,7 @@
 #include "ranks/errors.hpp"
 #include "ranks/ranks.hpp"
 
-#ifndef RANKS_GIT_REVISION
-#define RANKS_GIT_REVISION "unknown"
-#endif
+#include "ranks_git_revision.hpp"  // generated at build time: RANKS_GIT_REVISION
 
 namespace ranks::bench {
 

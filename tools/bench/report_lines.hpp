@@ -18,7 +18,7 @@ struct RunInfo {
   int ranks_per_node = 1;
   std::string host;
   std::string date;  // ISO 8601, UTC
-  std::string git;   // the revision the bench was configured from
+  std::string git;   // the revision the bench was built from (`git describe --dirty`)
 };
 
 RunInfo describe_run();
