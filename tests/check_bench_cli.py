@@ -45,6 +45,22 @@ def main(ranks, work):
     n, size, alpha, beta = 1024, float(1 << 30), 12e-6, 50e9
     ring_us = 2 * (n - 1) * (alpha + size / (n * beta)) * 1e6
     assert abs(rows[-1]["time_us"] - ring_us) < 1e-3, (rows[-1]["time_us"], ring_us)
+    # Without --model a simulated bench still predicts (the emulated backend's preset), and the
+    # footer says every value was right.
+    done = subprocess.run([ranks, "bench", "--sim", "-n", "4", "--backend", "gloo", "--", "-o",
+                           "all_reduce", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0"],
+                          check=True, capture_output=True, text=True)
+    table = [l.split() for l in done.stdout.splitlines() if l.split() and l.split()[0].isdigit()]
+    assert table and all(float(row[4]) > 0 for row in table), done.stdout
+    assert "model ethernet-40g" in done.stdout, done.stdout
+    assert "# Out of bounds values : 0 OK" in done.stdout, done.stdout
+    # Measured on gloo: the same table, without `ranks run`'s "[rank k] " in front.
+    done = subprocess.run([ranks, "bench", "-n", "2", "--backend", "gloo", "--", "-o",
+                           "all_reduce", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0"],
+                          check=True, capture_output=True, text=True)
+    assert done.stdout.startswith("# ranks bench: all_reduce, backend gloo"), done.stdout
+    assert not any(l.startswith("[rank") for l in done.stdout.splitlines()), done.stdout
+    assert "# Out of bounds values : 0 OK" in done.stdout, done.stdout
     print("check_bench_cli: ok")
 
 

@@ -36,6 +36,14 @@ std::string bench_program() {
   return std::filesystem::exists(beside) ? beside.string() : "ranks-bench";
 }
 
+// A simulated bench predicts times, so it needs a cost model ("free" would print zeros): without
+// --model, the preset of the hardware the emulated backend usually runs on.
+std::string default_model(const std::string& backend) {
+  if (backend == "gloo") return "ethernet-40g";
+  if (backend == "mpi") return "pcie-gen5-ib";
+  return "h100-nvlink-ib";  // nccl, the simulator's default rules
+}
+
 int run_bench(const BenchArgs& a) {
   if (!a.simulate && a.backend == "mpi") {
     std::vector<std::string> program = {bench_program()};
@@ -46,11 +54,13 @@ int run_bench(const BenchArgs& a) {
                                    std::to_string(a.world_size)};
   if (!a.backend.empty()) argv.insert(argv.end(), {"--backend", a.backend});
   if (!a.simulate && !a.bind_to.empty()) argv.insert(argv.end(), {"--bind-to", a.bind_to});
+  // Rank 0 prints the table: the same lines as under mpirun or the simulator, no rank prefix.
+  if (!a.simulate) argv.push_back("--raw-output");
   if (a.simulate) {
     if (a.ranks_per_node > 0) {
       argv.insert(argv.end(), {"--ranks-per-node", std::to_string(a.ranks_per_node)});
     }
-    if (!a.model.empty()) argv.insert(argv.end(), {"--model", a.model});
+    argv.insert(argv.end(), {"--model", a.model.empty() ? default_model(a.backend) : a.model});
     if (a.shapes_only) argv.push_back("--shapes-only");
   }
   argv.push_back("--");
@@ -78,7 +88,9 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"none", "core"}));
   bench->add_option("--ranks-per-node", args->ranks_per_node, "simulated: ranks per node")
       ->check(CLI::NonNegativeNumber);
-  bench->add_option("--model", args->model, "simulated: cost model preset or file");
+  bench->add_option("--model", args->model,
+                    "simulated: cost model preset or file (default: h100-nvlink-ib for nccl "
+                    "rules, pcie-gen5-ib for mpi, ethernet-40g for gloo)");
   bench->add_flag("--shapes-only", args->shapes_only,
                   "simulated: move no data (large sizes on many ranks; no #wrong check)");
   bench->add_option("args", args->bench_args, "ranks-bench options (after --), e.g. -o all -e 1M");

@@ -39,6 +39,7 @@ struct RunArgs {
   int master_port = 0;  // 0: a free port on this host (single node)
   double grace_seconds = 5;
   std::string bind_to = "none";  // none | core
+  bool raw_output = false;       // no "[rank k] " in front of each line
   std::vector<std::string> program;
 };
 
@@ -104,8 +105,8 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
   child.out = pipe_fds[0];
 }
 
-// Forwards complete lines with the rank in front; keeps the last ones.
-void forward(Child& child, bool flush_partial) {
+// Forwards complete lines, the rank in front unless raw; keeps the last ones.
+void forward(Child& child, bool flush_partial, bool raw) {
   char buffer[4096];
   ssize_t n = read(child.out, buffer, sizeof(buffer));
   if (n > 0) child.partial.append(buffer, static_cast<size_t>(n));
@@ -118,13 +119,21 @@ void forward(Child& child, bool flush_partial) {
   for (size_t newline; (newline = child.partial.find('\n', start)) != std::string::npos;
        start = newline + 1) {
     std::string line = child.partial.substr(start, newline - start);
-    std::printf("[rank %d] %s\n", child.rank, line.c_str());
+    if (raw) {
+      std::printf("%s\n", line.c_str());
+    } else {
+      std::printf("[rank %d] %s\n", child.rank, line.c_str());
+    }
     child.tail.push_back(line);
     if (child.tail.size() > kTailLines) child.tail.pop_front();
   }
   child.partial.erase(0, start);
   if (flush_partial && !child.partial.empty()) {
-    std::printf("[rank %d] %s\n", child.rank, child.partial.c_str());
+    if (raw) {
+      std::printf("%s\n", child.partial.c_str());
+    } else {
+      std::printf("[rank %d] %s\n", child.rank, child.partial.c_str());
+    }
     child.tail.push_back(child.partial);
     child.partial.clear();
   }
@@ -173,7 +182,7 @@ int run(const RunArgs& args) {
     for (Child& c : children) {
       if (c.out < 0) continue;
       pollfd probe{c.out, POLLIN, 0};
-      if (poll(&probe, 1, 0) > 0) forward(c, false);
+      if (poll(&probe, 1, 0) > 0) forward(c, false, args.raw_output);
     }
     // Ranks that die together are reaped in one batch, in no particular order. A rank killed by
     // a signal is the likelier cause than one that exited with an error a moment later (the
@@ -221,7 +230,7 @@ int run(const RunArgs& args) {
     }
   }
   for (Child& c : children) {
-    while (c.out >= 0) forward(c, true);
+    while (c.out >= 0) forward(c, true, args.raw_output);
   }
   if (first_failure == nullptr) return 0;
   std::string report = fmt::format(
@@ -260,6 +269,8 @@ Command add_run_command(CLI::App& app) {
                   "core: each process on one CPU, local ranks taking the allowed CPUs in turn "
                   "(as mpirun --bind-to core); none (default): unbound")
       ->check(CLI::IsMember({"none", "core"}));
+  cmd->add_flag("--raw-output", args->raw_output,
+                "forward the processes' lines as they are, without \"[rank k] \" in front");
   cmd->add_option("program", args->program, "the program and its arguments (after --)")->required();
   cmd->positionals_at_end();
   return [args] {
