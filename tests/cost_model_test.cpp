@@ -202,6 +202,39 @@ TEST(CostModel, ModelFilesRoundTrip) {
   }
 }
 
+// A model measured on one machine knows nothing of links between nodes: simulating several
+// nodes with it would make every op between them free, so the run refuses to start.
+TEST(CostModel, AOneNodeModelRefusesSeveralNodes) {
+  auto path =
+      std::filesystem::temp_directory_path() / fmt::format("ranks-model-1node-{}.json", getpid());
+  std::ofstream(path) << R"({"name": "one-node", "ops": {"all_reduce": {
+      "intra": [{"algorithm": "ring", "alpha_us": 5, "beta_GBps": 2}]}}})";
+  const sim::CostModel model = sim::load_cost_model(path.string());
+  EXPECT_FALSE(model.prices_inter_node());
+  for (std::string_view preset : sim::cost_model_presets()) {
+    if (preset != "free") {
+      EXPECT_TRUE(sim::cost_model_preset(preset).prices_inter_node()) << preset;
+    }
+  }
+  sim::Options options = default_options();
+  options.model = path.string();
+  options.world_size = 4;
+  options.ranks_per_node = 2;
+  try {
+    sim::run(options, [] {});
+    ADD_FAILURE() << "a one-node model simulated two nodes";
+  } catch (const InvalidArgument& e) {
+    EXPECT_TRUE(Contains(e.what(), "cost model 'one-node' has no figures for links between nodes"))
+        << e.what();
+  }
+  // One node (explicitly, or by default) is what the model describes.
+  options.ranks_per_node = 4;
+  EXPECT_EQ(sim::run(options, [] { barrier(); }).outcome, sim::Outcome::Ok);
+  options.ranks_per_node = 0;
+  EXPECT_EQ(sim::run(options, [] { barrier(); }).outcome, sim::Outcome::Ok);
+  std::filesystem::remove(path);
+}
+
 TEST(CostModel, BadModelsAreClearErrors) {
   EXPECT_THROW(sim::load_cost_model("no-such-preset-or-file"), InvalidArgument);
   EXPECT_THROW(sim::parse_cost_model(R"({"ops": {"all_reduce": {"algorithm": "magic"}}})", "t"),

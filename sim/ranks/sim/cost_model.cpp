@@ -61,6 +61,14 @@ bool CostModel::is_free() const {
   return free_link(intra) && free_link(inter) && ops.empty();
 }
 
+bool CostModel::prices_inter_node() const {
+  if (inter.alpha_s != 0 || !std::isinf(inter.beta_Bps)) return true;
+  for (const auto& [family, op] : ops) {
+    if (!op.inter.empty() || !op.inter_at.empty()) return true;
+  }
+  return false;
+}
+
 const std::vector<Segment>& OpModel::segments(LinkClass link, int n) const {
   const auto& at = link == LinkClass::Intra ? intra_at : inter_at;
   if (auto it = at.find(n); it != at.end() && !it->second.empty()) return it->second;

@@ -66,6 +66,9 @@ struct CostModel {
   std::map<std::string, OpModel, std::less<>> ops;  // by op family (op_family below)
 
   bool is_free() const;
+  // Whether anything in the model prices links between nodes (a model calibrated on one
+  // machine has no such figures).
+  bool prices_inter_node() const;
 };
 
 // The op families a model prices: all_reduce, all_gather, reduce_scatter, broadcast, reduce,

@@ -52,6 +52,16 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
   faults_ = parse_faults(options.faults, options.world_size);
   if (!options.model.empty()) cost_model_ = load_cost_model(options.model);
   priced_ = !cost_model_.is_free();
+  if (priced_ && options.ranks_per_node > 0 && options.ranks_per_node < options.world_size &&
+      !cost_model_.prices_inter_node()) {
+    throw InvalidArgument(fmt::format(
+        "sim: cost model '{}' has no figures for links between nodes (was it calibrated on one "
+        "machine?), but {} ranks per node put the {} ranks on {} nodes, so every op between "
+        "nodes would cost nothing; simulate one node (ranks_per_node 0), or give the model "
+        "\"inter\" figures",
+        cost_model_.name, options.ranks_per_node, options.world_size,
+        (options.world_size + options.ranks_per_node - 1) / options.ranks_per_node));
+  }
   ranks_per_node_ = options.ranks_per_node == 0 ? options.world_size : options.ranks_per_node;
   peers_fail_fast_ = options.backend != "nccl";
   for (const Fault& fault : faults_) {
