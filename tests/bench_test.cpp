@@ -47,6 +47,9 @@ TEST(Bench, SizeSweep) {
   EXPECT_EQ(bench::parse_size("4K"), 4096u);
   EXPECT_EQ(bench::parse_size("8"), 8u);
   EXPECT_THROW(bench::parse_size("12Q"), InvalidArgument);
+  EXPECT_THROW(bench::parse_size("99999999999999999999999"), InvalidArgument);
+  EXPECT_THROW(bench::parse_size("2000000G"), InvalidArgument);
+  EXPECT_EQ(bench::parse_size("1024G"), size_t{1} << 40);
   EXPECT_EQ(bench::size_sweep(8, 64, 2, 0), (std::vector<size_t>{8, 16, 32, 64}));
   EXPECT_EQ(bench::size_sweep(100, 400, 2, 100), (std::vector<size_t>{100, 200, 300, 400}));
   EXPECT_THROW(bench::size_sweep(0, 8, 2, 0), InvalidArgument);

@@ -61,6 +61,12 @@ def main(ranks, work):
     assert done.stdout.startswith("# ranks bench: all_reduce, backend gloo"), done.stdout
     assert not any(l.startswith("[rank") for l in done.stdout.splitlines()), done.stdout
     assert "# Out of bounds values : 0 OK" in done.stdout, done.stdout
+    # Nothing to calibrate from: a clear error, not an empty model.
+    empty = os.path.join(work, "empty.jsonl")
+    open(empty, "w").close()
+    done = subprocess.run([ranks, "calibrate", empty, "-o", os.path.join(work, "m.json")],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "no measurements of a real backend" in done.stderr, done
     print("check_bench_cli: ok")
 
 

@@ -22,7 +22,13 @@ size_t parse_size(const std::string& text) {
     throw InvalidArgument(
         fmt::format("size '{}' is not a number of bytes with an optional K, M or G", text));
   }
-  return std::stoull(text.substr(0, digits)) * multiplier;
+  // Sizes past 2^50 bytes (a PiB) are typing mistakes, and would overflow once multiplied.
+  constexpr size_t most = size_t{1} << 50;
+  const std::string number = text.substr(0, digits);
+  if (digits > 16 || std::stoull(number) > most / multiplier) {
+    throw InvalidArgument(fmt::format("size '{}' is larger than 1 PiB", text));
+  }
+  return std::stoull(number) * multiplier;
 }
 
 std::string format_size(size_t bytes) {

@@ -32,6 +32,12 @@ int run_calibrate(const CalibrateArgs& args) {
     if (usable(row)) backends.insert(row["backend"].get<std::string>());
   }
   std::string backend = args.backend;
+  if (backends.empty()) {
+    throw InvalidArgument(fmt::format(
+        "no measurements of a real backend in {} (calibration needs rows of gloo, mpi or nccl "
+        "from `ranks bench --json`; simulated rows cannot calibrate)",
+        fmt::join(args.results, ", ")));
+  }
   if (backend.empty()) {
     if (backends.size() != 1) {
       throw InvalidArgument(fmt::format(
