@@ -133,11 +133,17 @@ TEST_P(BenchOnBackend, EveryOpIsCorrectAtSmallSizes) {
           for (ReduceOp rop : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Mean}) {
             if (!op.uses_reduce_op && rop != ReduceOp::Sum) continue;
             for (size_t bytes : {64, 1000, 4096}) {
-              bench::RunConfig config{dtype, rop, 1, 2, true, 1};
-              bench::Measurement m = bench::measure(op, config, bytes);
-              EXPECT_EQ(m.wrong, 0) << op.name << " " << dtype_name(dtype) << " "
-                                    << reduce_op_name(rop) << " " << bytes << " B";
-              EXPECT_GT(m.shape.piece_count, 0);
+              // Separate buffers, and in place (nccl-tests' -I 1) where the op has that form.
+              for (bool in_place : {false, true}) {
+                bench::RunConfig config{dtype, rop, 1, 2, true, 1};
+                config.in_place = in_place;
+                if (!bench::in_place_unsupported(op, config).empty()) continue;
+                bench::Measurement m = bench::measure(op, config, bytes);
+                EXPECT_EQ(m.wrong, 0)
+                    << op.name << " " << dtype_name(dtype) << " " << reduce_op_name(rop) << " "
+                    << bytes << " B" << (in_place ? " in place" : "");
+                EXPECT_GT(m.shape.piece_count, 0);
+              }
             }
           }
         }

@@ -32,6 +32,7 @@ struct Args {
   int warmup = 5;
   int iters = 20;
   int check = 1;
+  int in_place = 0;
   int repeats = 1;
   std::string json;
 };
@@ -72,6 +73,9 @@ std::vector<const ranks::bench::BenchOp*> parse_ops(const std::string& list) {
 
 // Why this run cannot measure op ("" when it can): the backend's capability table, as data.
 std::string skip_reason(const ranks::bench::BenchOp& op, const ranks::bench::RunConfig& config) {
+  if (auto why = ranks::bench::in_place_unsupported(op, config); !why.empty()) {
+    return std::string("in place (-I 1): ") + std::string(why);
+  }
   const auto backend = ranks::get_backend();
   if (!backend) return op.kind == ranks::OpKind::Send ? "sendrecv needs two ranks" : "";
   if (op.kind == ranks::OpKind::Send && ranks::get_world_size() < 2)
@@ -101,6 +105,7 @@ int64_t run(const Args& args) {
   config.warmup = args.warmup;
   config.iters = args.iters;
   config.check = args.check != 0;
+  config.in_place = args.in_place != 0;
   config.repeats = args.repeats;
   if (const char* moves = std::getenv("RANKS_SIM_MOVE_DATA"); moves && std::string(moves) == "0") {
     config.shapes_only = true;  // no results to check
@@ -172,6 +177,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("-n,--iters", args.iters, "timed runs per size")->check(CLI::PositiveNumber);
   app.add_option("-c,--check", args.check, "1: check results (#wrong); 0: do not");
+  app.add_option("-I,--in_place", args.in_place,
+                 "1: in place (all_gather's input is its slice of the output, reduce_scatter's "
+                 "output its slice of the input); 0: separate buffers. all_reduce, broadcast "
+                 "and reduce are always in place");
   app.add_option("-R,--repeats", args.repeats,
                  "timed blocks of -n runs per size; the fastest block is reported")
       ->check(CLI::PositiveNumber);

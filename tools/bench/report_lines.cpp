@@ -12,7 +12,6 @@
 
 #include "ranks/errors.hpp"
 #include "ranks/ranks.hpp"
-
 #include "ranks_git_revision.hpp"  // generated at build time: RANKS_GIT_REVISION
 
 namespace ranks::bench {
@@ -64,9 +63,9 @@ void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const 
                  : fmt::format(" ({} rules, model {})", info.sim_backend, info.model),
              info.world_size, info.ranks_per_node, info.host, info.date, info.git);
   fmt::print(out,
-             "# warm-up {}, iterations {} x {} blocks, time = the slowest rank's mean (fastest "
-             "block); GB = 1e9 B\n",
-             c.warmup, c.iters, c.repeats);
+             "# {}, warm-up {}, iterations {} x {} blocks, time = the slowest rank's mean "
+             "(fastest block); GB = 1e9 B\n",
+             runs_in_place(op, c) ? "in place" : "out of place", c.warmup, c.iters, c.repeats);
   fmt::print(out, "#{:>11} {:>12} {:>9} {:>7} {:>11} {:>11} {:>11} {:>7}\n", "size", "count",
              "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 }
@@ -115,6 +114,7 @@ std::string json_line(const RunInfo& info, const BenchOp& op, const RunConfig& c
                               {"count", m.shape.piece_count},
                               {"dtype", dtype_name(c.dtype)},
                               {"redop", op.uses_reduce_op ? reduce_op_name(c.reduce_op) : "-"},
+                              {"in_place", runs_in_place(op, c)},
                               {"time_us", m.seconds * 1e6},
                               {"algbw_GBps", alg},
                               {"busbw_GBps", alg * busbw_factor(op.name, info.world_size)},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "ranks/capabilities.hpp"
@@ -30,6 +31,24 @@ std::vector<Tensor> pieces(int n, int64_t count, const RunConfig& c, Device devi
   std::vector<Tensor> list;
   for (int p = 0; p < n; ++p) list.push_back(buffer(count, c, device));
   return list;
+}
+
+// n consecutive slices of count elements each over one buffer (nccl-tests' in-place layout);
+// the slices borrow the buffer, so it lives as long as they do.
+struct Slices {
+  Tensor whole;
+  std::vector<Tensor> parts;
+};
+std::shared_ptr<Slices> slices(int n, int64_t count, const RunConfig& c, Device device) {
+  auto s = std::make_shared<Slices>();
+  s->whole = buffer(n * count, c, device);
+  auto* base = static_cast<char*>(s->whole.data_ptr());
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(c.dtype);
+  for (int p = 0; p < n; ++p) {
+    s->parts.push_back(
+        Tensor::from_blob(base + static_cast<size_t>(p) * bytes, {count}, c.dtype, device));
+  }
+  return s;
 }
 
 // Host copies for filling and checking: comm_device() may be a GPU.
@@ -70,24 +89,37 @@ Case make_case(const BenchOp& op, const RunConfig& c, int64_t count) {
       return {[=] { load(*one, r, 0, rop); }, [=] { reduce(*one, 0, rop); },
               [=] { return r == 0 ? count_wrong(host(*one), 0, reduced) : int64_t{0}; }};
     case OpKind::AllGather: {
+      auto check = [n, rop](const std::vector<Tensor>& out) {
+        int64_t wrong = 0;
+        for (int k = 0; k < n; ++k) {
+          wrong += count_wrong(host(out[static_cast<size_t>(k)]), 0,
+                               [k, rop](int64_t i) { return input_value(k, i, rop); });
+        }
+        return wrong;
+      };
+      if (c.in_place) {
+        // The whole output is one buffer; this rank's input is its own slice of it.
+        auto out = slices(n, count, c, device);
+        auto mine = std::make_shared<Tensor>(out->parts[static_cast<size_t>(r)]);
+        return {[=] { load(*mine, r, 0, rop); },
+                [=] { all_gather_async(out->parts, *mine).wait(); },
+                [=] { return check(out->parts); }};
+      }
       auto out = std::make_shared<std::vector<Tensor>>();
       return {[=] { load(*one, r, 0, rop); }, [=] { *out = all_gather(*one); },
-              [=] {
-                int64_t wrong = 0;
-                for (int k = 0; k < n; ++k) {
-                  wrong += count_wrong(host((*out)[static_cast<size_t>(k)]), 0,
-                                       [k, rop](int64_t i) { return input_value(k, i, rop); });
-                }
-                return wrong;
-              }};
+              [=] { return check(*out); }};
     }
     case OpKind::ReduceScatter: {
-      auto in = std::make_shared<std::vector<Tensor>>(pieces(n, count, c, device));
+      // In place, the whole input is one buffer and the output this rank's slice of it.
+      auto in = c.in_place ? slices(n, count, c, device)
+                           : std::make_shared<Slices>(Slices{{}, pieces(n, count, c, device)});
+      auto out = c.in_place ? std::make_shared<Tensor>(in->parts[static_cast<size_t>(r)]) : one;
       return {[=] {
-                for (int p = 0; p < n; ++p) load((*in)[static_cast<size_t>(p)], r, p * count, rop);
+                for (int p = 0; p < n; ++p)
+                  load(in->parts[static_cast<size_t>(p)], r, p * count, rop);
               },
-              [=] { reduce_scatter(*one, *in, rop); },
-              [=] { return count_wrong(host(*one), r * count, reduced); }};
+              [=] { reduce_scatter(*out, in->parts, rop); },
+              [=] { return count_wrong(host(*out), r * count, reduced); }};
     }
     case OpKind::AllToAll: {
       auto in = std::make_shared<std::vector<Tensor>>(pieces(n, count, c, device));
@@ -137,6 +169,27 @@ int64_t total(int64_t wrong) {
 }
 
 }  // namespace
+
+bool runs_in_place(const BenchOp& op, const RunConfig& config) {
+  switch (op.kind) {
+    case OpKind::AllReduce:
+    case OpKind::Broadcast:
+    case OpKind::Reduce:
+      return true;
+    case OpKind::AllGather:
+    case OpKind::ReduceScatter:
+      return config.in_place;
+    default:
+      return false;
+  }
+}
+
+std::string_view in_place_unsupported(const BenchOp& op, const RunConfig& config) {
+  if (config.in_place && (op.kind == OpKind::AllToAll || op.kind == OpKind::Send)) {
+    return "it has no in-place form here (an output that overlaps its input)";
+  }
+  return "";
+}
 
 Measurement measure(const BenchOp& op, const RunConfig& config, size_t requested_bytes) {
   Measurement m;

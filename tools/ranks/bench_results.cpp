@@ -38,9 +38,10 @@ std::vector<Row> fastest_rows(const std::vector<Row>& rows) {
   std::vector<Row> out;
   for (const Row& row : rows) {
     const std::string key = fmt::format(
-        "{}|{}|{}|{}|{}|{}|{}|{}", row["backend"].get<std::string>(), row["world_size"].get<int>(),
-        row.value("ranks_per_node", 0), row["op"].get<std::string>(), row["bytes"].get<double>(),
-        row.value("dtype", ""), row.value("redop", ""), row.value("model", ""));
+        "{}|{}|{}|{}|{}|{}|{}|{}|{}", row["backend"].get<std::string>(),
+        row["world_size"].get<int>(), row.value("ranks_per_node", 0), row["op"].get<std::string>(),
+        row["bytes"].get<double>(), row.value("dtype", ""), row.value("redop", ""),
+        row.value("model", ""), row.value("in_place", false));
     auto [it, inserted] = index.try_emplace(key, out.size());
     if (inserted) {
       out.push_back(row);
