@@ -23,6 +23,7 @@ struct CalibrateArgs {
   std::string backend;
   std::string name;
   int max_segments = 4;
+  int min_sizes = 1;
 };
 
 int run_calibrate(const CalibrateArgs& args) {
@@ -58,6 +59,7 @@ int run_calibrate(const CalibrateArgs& args) {
   }
   sim::CalibrationOptions options;
   options.max_segments = args.max_segments;
+  options.min_sizes_per_segment = args.min_sizes;
   const std::string name = args.name.empty() ? fmt::format("{}-{}", backend, host) : args.name;
   sim::CostModel model = sim::calibrate(samples, name, backend, options);
 
@@ -103,6 +105,9 @@ Command add_calibrate_command(CLI::App& app) {
   cmd->add_option("--name", args->name, "the model's name (default: BACKEND-HOST)");
   cmd->add_option("--max-segments", args->max_segments, "size ranges per op (1-6)")
       ->check(CLI::Range(1, 6));
+  cmd->add_option("--min-sizes", args->min_sizes,
+                  "sizes each range must hold when there are several (fewer fit noise)")
+      ->check(CLI::Range(1, 64));
   return [args] { return run_calibrate(*args); };
 }
 
