@@ -67,6 +67,16 @@ def main(ranks, work):
     done = subprocess.run([ranks, "calibrate", empty, "-o", os.path.join(work, "m.json")],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "no measurements of a real backend" in done.stderr, done
+    # A malformed row is named by file and line, by calibrate and report alike.
+    bad = os.path.join(work, "bad.jsonl")
+    with open(bad, "w") as f:
+        f.write('{"backend": "gloo", "world_size": 2, "op": "all_reduce", "bytes": 8, '
+                '"time_us": "abc"}\n')
+    for command in (["calibrate", bad], ["report", bad, "-o", os.path.join(work, "report")]):
+        done = subprocess.run([ranks, *command], capture_output=True, text=True)
+        assert done.returncode != 0, done
+        assert f'{bad}:1: not a ranks-bench JSON line: "time_us" is not a number' in done.stderr, \
+            done.stderr
     print("check_bench_cli: ok")
 
 

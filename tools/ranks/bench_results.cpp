@@ -23,6 +23,17 @@ std::vector<Row> read_results(const std::vector<std::string>& paths) {
         for (const char* key : {"backend", "world_size", "op", "bytes", "time_us"}) {
           if (!row.contains(key)) throw InvalidArgument(fmt::format("no \"{}\"", key));
         }
+        // The types every reader relies on (calibrate here, plot_bench.py in `ranks report`).
+        for (const char* key : {"backend", "op"}) {
+          if (!row[key].is_string()) {
+            throw InvalidArgument(fmt::format("\"{}\" is not a string", key));
+          }
+        }
+        for (const char* key : {"world_size", "bytes", "time_us"}) {
+          if (!row[key].is_number()) {
+            throw InvalidArgument(fmt::format("\"{}\" is not a number", key));
+          }
+        }
         rows.push_back(std::move(row));
       } catch (const std::exception& e) {
         throw InvalidArgument(
