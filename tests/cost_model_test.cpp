@@ -253,6 +253,15 @@ TEST(CostModel, PresetsPredictTheirSourcesFigures) {
   double busbw = bytes / t * 2 * 7 / 8 / 1e9;
   EXPECT_GT(busbw, 350);
   EXPECT_LT(busbw, 371);
+  // Two such nodes: a collective leaves each node through its 8 NDR ports (8 x 50 GB/s, one
+  // channel per rail), so NVLink's 370 GB/s still bounds it, less 30 steps of 12 us.
+  t = sim::predict(h100, "all_reduce", 16, bytes, LinkClass::Inter).seconds;
+  busbw = bytes / t * 2 * 15 / 16 / 1e9;
+  EXPECT_GT(busbw, 300);
+  EXPECT_LT(busbw, 371);
+  // A message between nodes leaves through its sender's one port: 50 GB/s.
+  t = sim::predict(h100, "sendrecv", 2, bytes, LinkClass::Inter).seconds;
+  EXPECT_NEAR(bytes / t / 1e9, 50, 0.1);
 }
 
 }  // namespace

@@ -59,12 +59,22 @@ std::span<const std::string_view> cost_model_presets() { return names; }
 CostModel cost_model_preset(std::string_view name) {
   if (name == "free") return CostModel{};
   if (name == "h100-nvlink-ib") {
-    return make("h100-nvlink-ib",
-                "HGX H100: 8 GPUs on NVLink4/NVSwitch, one 400 Gb/s NDR port each", h100_nvlink,
-                ndr_ib,
-                {"NVIDIA/nccl#1455 (ring busbw 365-370 GB/s)", "NVIDIA/nccl-tests#212",
-                 "NVIDIA/nccl#1259 (6 us small all-reduce)", "NVIDIA/nccl#1244 (46-48 us, 2 nodes)",
-                 "ConnectX-7 NDR 400 Gb/s"});
+    CostModel model =
+        make("h100-nvlink-ib", "HGX H100: 8 GPUs on NVLink4/NVSwitch, one 400 Gb/s NDR port each",
+             h100_nvlink, ndr_ib,
+             {"NVIDIA/nccl#1455 (ring busbw 365-370 GB/s)", "NVIDIA/nccl-tests#212",
+              "NVIDIA/nccl#1259 (6 us small all-reduce)", "NVIDIA/nccl#1244 (46-48 us, 2 nodes)",
+              "ConnectX-7 NDR 400 Gb/s; 8 rails: 400 GB/s per node per direction"});
+    // Between nodes NCCL runs one channel per rail: each ring or tree leaves the node through
+    // its own GPU's port, so a collective step has the node's 8 ports (400 GB/s) and is bound by
+    // NVLink's 370 GB/s, not one port's 50. A message, and all_to_all's traffic, leaves through
+    // its sender's own port: those keep the 50 GB/s link.
+    for (std::string_view family :
+         {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"}) {
+      model.ops[std::string(family)].inter = {
+          Segment{unlimited, Algorithm::Auto, 0, ndr_ib.alpha_s, h100_nvlink.beta_Bps}};
+    }
+    return model;
   }
   if (name == "pcie-gen5-ib") {
     return make("pcie-gen5-ib", "GPUs on PCIe Gen5 x16 within a node, 400 Gb/s NDR between nodes",
