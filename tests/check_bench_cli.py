@@ -80,6 +80,14 @@ def main(ranks, work):
         assert done.returncode != 0, done
         assert f'{bad}:1: not a ranks-bench JSON line: "time_us" is not a number' in done.stderr, \
             done.stderr
+    # Options the chosen mode would ignore are refused.
+    for args in (["--model", "h100-nvlink-ib"], ["--ranks-per-node", "2"], ["--shapes-only"]):
+        done = subprocess.run([ranks, "bench", "-n", "2", *args, "--", "-e", "8"],
+                              capture_output=True, text=True)
+        assert done.returncode == 2 and "are for simulated runs" in done.stderr, (args, done)
+    done = subprocess.run([ranks, "bench", "--sim", "--bind-to", "core", "--", "-e", "8"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "--bind-to is for measured runs" in done.stderr, done
     print("check_bench_cli: ok")
 
 

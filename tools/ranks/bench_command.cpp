@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
@@ -45,6 +46,17 @@ std::string default_model(const std::string& backend) {
 }
 
 int run_bench(const BenchArgs& a) {
+  // An option the chosen mode would ignore is a mistake worth saying.
+  if (!a.simulate && (!a.model.empty() || a.ranks_per_node > 0 || a.shapes_only)) {
+    std::fprintf(stderr,
+                 "ranks bench: --model, --ranks-per-node and --shapes-only are for simulated "
+                 "runs (add --sim)\n");
+    return 2;
+  }
+  if (a.simulate && !a.bind_to.empty()) {
+    std::fprintf(stderr, "ranks bench: --bind-to is for measured runs (without --sim)\n");
+    return 2;
+  }
   if (!a.simulate && a.backend == "mpi") {
     std::vector<std::string> program = {bench_program()};
     program.insert(program.end(), a.bench_args.begin(), a.bench_args.end());
