@@ -31,10 +31,17 @@ void fail_undefined(const Call& call, std::string_view what) {
   fail(call, fmt::format("{} is an undefined tensor", what));
 }
 
-void fail_other_gpu(const Call& call, const Tensor& t, int local_rank) {
-  fail(call, fmt::format("tensor {}, but this rank's {} device is cuda:{} (its local rank: one GPU "
-                         "per rank); move it with .to(ranks::comm_device())",
-                         t.str(), call.group ? call.group->backend_name : "", local_rank));
+void check_own_gpu(const Call& call, const TensorList& inputs, const TensorList& outputs,
+                   int local_rank) {
+  for (const TensorList* list : {&inputs, &outputs}) {
+    for (const Tensor& t : *list) {
+      if (t.device().type == Device::Type::CUDA && t.device().index != local_rank) {
+        fail(call, fmt::format("tensor {}, but this rank's {} device is cuda:{} (its local rank: "
+                               "one GPU per rank); move it with .to(ranks::comm_device())",
+                               t.str(), call.group ? call.group->backend_name : "", local_rank));
+      }
+    }
+  }
 }
 
 void check_root(const Call& call, int root, std::string_view what) {

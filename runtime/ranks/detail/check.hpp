@@ -42,17 +42,9 @@ inline void check_reduce(const Call& call, ReduceOp op, DType dtype) {
   if (!reduce_op_supports(op, dtype)) fail_reduce(call, op, dtype);
 }
 // Under a backend with one GPU per rank (nccl): every cuda tensor is on cuda:<local_rank>.
-[[noreturn]] void fail_other_gpu(const Call&, const Tensor& t, int local_rank);
-inline void check_own_gpu(const Call& call, const TensorList& inputs, const TensorList& outputs,
-                          int local_rank) {
-  for (const TensorList* list : {&inputs, &outputs}) {
-    for (const Tensor& t : *list) {
-      if (t.device().type == Device::Type::CUDA && t.device().index != local_rank) {
-        fail_other_gpu(call, t, local_rank);
-      }
-    }
-  }
-}
+// Out of line: dispatch calls it only for ops whose tensors are on cuda.
+void check_own_gpu(const Call&, const TensorList& inputs, const TensorList& outputs,
+                   int local_rank);
 // A list of one tensor per group rank, each with like's dtype and element count.
 void check_list(const Call&, const std::vector<Tensor>& list, const Tensor& like,
                 std::string_view what);

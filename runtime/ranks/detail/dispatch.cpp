@@ -48,7 +48,10 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
 Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
   if (group.capabilities != nullptr) {
     if (!group.capabilities->allows(request)) reject_if_unsupported(group, request, where);
-    if (group.capabilities->one_gpu_per_rank) {
+    // allows() has checked that the op's tensors share one device type: the first says it.
+    const TensorList& tensors = request.inputs.empty() ? request.outputs : request.inputs;
+    if (group.capabilities->one_gpu_per_rank && !tensors.empty() &&
+        tensors.front().device().type == Device::Type::CUDA) {
       check_own_gpu({request.kind, &group, where}, request.inputs, request.outputs,
                     current().local_rank);
     }
