@@ -99,5 +99,26 @@ TEST(CommDevice, TheSameProgramOnCpuTensorsFailsUnderNcclAtTheFirstCpuOnlyGap) {
   EXPECT_TRUE(Contains(report.message, site(line)));
 }
 
+// An NCCL communicator is bound to one GPU, cuda:<local rank>, and NCCL refuses two ranks on
+// one: under nccl rules a tensor on another rank's GPU is an InvalidArgument, as in a real run.
+TEST(CommDevice, UnderNcclEachRankUsesItsOwnGpu) {
+  auto everyone_on_gpu_0 = [] {
+    Tensor t = Tensor::of<float>({1.0f}, Device::cuda(0));
+    all_reduce(t);
+  };
+  sim::Report one_node = simulate(2, everyone_on_gpu_0, options_for("nccl"));
+  EXPECT_EQ(one_node.outcome, sim::Outcome::Error) << one_node.to_text();
+  EXPECT_EQ(row(one_node, 1).state, "failed");
+  EXPECT_TRUE(Contains(row(one_node, 1).error,
+                       "tensor float32[1] on cuda:0, but this rank's nccl device is cuda:1"));
+  EXPECT_TRUE(Contains(row(one_node, 1).error, "comm_device_test.cpp:"));
+  // One rank per node: every rank's GPU is cuda:0.
+  sim::Options two_nodes = options_for("nccl");
+  two_nodes.ranks_per_node = 1;
+  EXPECT_EQ(simulate(2, everyone_on_gpu_0, two_nodes).outcome, sim::Outcome::Ok);
+  // gloo stages cuda tensors through the host: any GPU will do.
+  EXPECT_EQ(simulate(2, everyone_on_gpu_0, options_for("gloo")).outcome, sim::Outcome::Ok);
+}
+
 }  // namespace
 }  // namespace ranks::testing

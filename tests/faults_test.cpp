@@ -142,49 +142,6 @@ TEST_P(CrashAtOpFailFast, SurvivorsFailAtOnceNamingTheDeadRank) {
 INSTANTIATE_TEST_SUITE_P(Sim, CrashAtOpFailFast, ::testing::Values("gloo", "mpi"),
                          [](const auto& param) { return param.param; });
 
-// A wait that fails ends the op for that rank, as on the real backends: its Work is completed
-// and holds the error it threw (gloo and mpi behave so; their tests check the same).
-TEST(FailedWait, LeavesItsWorkCompletedWithTheError) {
-  std::vector<int> checked(3, 0);
-  auto expect_failed_work = [&](Work& w, auto error_type) {
-    using E = decltype(error_type);
-    EXPECT_THROW(w.wait(), E);
-    EXPECT_TRUE(w.is_completed());
-    ASSERT_NE(w.exception(), nullptr);
-    EXPECT_THROW(std::rethrow_exception(w.exception()), E);
-    ++checked[static_cast<size_t>(get_rank())];
-  };
-  // A peer that dies: the survivors' barrier fails at once.
-  simulate(
-      3,
-      [&] {
-        Work w = barrier_async();
-        if (get_rank() != 2) expect_failed_work(w, RankFailure(""));
-      },
-      with_faults("gloo", {"crash:rank=2,op=1"}));
-  // A deadline that passes: Work::wait(timeout) on a message nobody sends.
-  simulate(
-      2,
-      [&] {
-        if (get_rank() != 0) {
-          sleep_for(1s);  // alive but silent past the deadline: not a deadlock
-          return;
-        }
-        Tensor t = Tensor::zeros({1}, DType::Int32);
-        Work w = irecv(t, 1, {}, 5);
-        try {
-          w.wait(200ms);
-          ADD_FAILURE() << "the wait returned";
-        } catch (const Timeout&) {
-        }
-        EXPECT_TRUE(w.is_completed());
-        EXPECT_NE(w.exception(), nullptr);
-        ++checked[0];
-      },
-      with_faults("mpi", {}));
-  EXPECT_EQ(checked, (std::vector<int>{2, 1, 0}));
-}
-
 TEST(CrashAtOp, CountsEveryOpTheRankEnters) {
   // Rank 0's ops, in order; each op=K crash must stop it in the K-th.
   struct Expected {
