@@ -19,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.hpp"
@@ -105,7 +106,18 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
   child.out = pipe_fds[0];
 }
 
-// Forwards complete lines, the rank in front unless raw; keeps the last ones.
+// Prints one line of a rank's output, the rank in front unless raw, and keeps the last ones.
+void emit(Child& child, std::string line, bool raw) {
+  if (raw) {
+    std::printf("%s\n", line.c_str());
+  } else {
+    std::printf("[rank %d] %s\n", child.rank, line.c_str());
+  }
+  child.tail.push_back(std::move(line));
+  if (child.tail.size() > kTailLines) child.tail.pop_front();
+}
+
+// Forwards the complete lines read so far (and a last partial one when flushing).
 void forward(Child& child, bool flush_partial, bool raw) {
   char buffer[4096];
   ssize_t n = read(child.out, buffer, sizeof(buffer));
@@ -118,24 +130,11 @@ void forward(Child& child, bool flush_partial, bool raw) {
   size_t start = 0;
   for (size_t newline; (newline = child.partial.find('\n', start)) != std::string::npos;
        start = newline + 1) {
-    std::string line = child.partial.substr(start, newline - start);
-    if (raw) {
-      std::printf("%s\n", line.c_str());
-    } else {
-      std::printf("[rank %d] %s\n", child.rank, line.c_str());
-    }
-    child.tail.push_back(line);
-    if (child.tail.size() > kTailLines) child.tail.pop_front();
+    emit(child, child.partial.substr(start, newline - start), raw);
   }
   child.partial.erase(0, start);
   if (flush_partial && !child.partial.empty()) {
-    if (raw) {
-      std::printf("%s\n", child.partial.c_str());
-    } else {
-      std::printf("[rank %d] %s\n", child.rank, child.partial.c_str());
-    }
-    child.tail.push_back(child.partial);
-    child.partial.clear();
+    emit(child, std::exchange(child.partial, {}), raw);
   }
   std::fflush(stdout);
 }

@@ -124,11 +124,10 @@ Bytes read_part(const fs::path& dir, int rank) {
   return bytes;
 }
 
-// Removes rank 0's directory however collect_results leaves.
-// Rank 0's cleanup: the call's own directory, then tmpdir too when nothing else is in it.
-// MMEngine deletes tmpdir whatever it holds (its test checks that tmpdir is gone); removing it
-// only when empty gives the same result for a tmpdir made for the call and never deletes files
-// that are not the call's.
+// Rank 0's cleanup, however collect_results leaves: the call's own directory, then tmpdir too
+// when nothing else is in it. MMEngine deletes tmpdir whatever it holds (its test checks that
+// tmpdir is gone); removing it only when empty gives the same result for a tmpdir made for the
+// call and never deletes files that are not the call's.
 struct RemoveOnExit {
   fs::path dir;
   std::optional<fs::path> tmpdir;

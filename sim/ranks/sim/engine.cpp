@@ -218,8 +218,7 @@ void Engine::refuse_to_wait(SimRank& rank, SimWork& work) {
   }
   if (stuck_) {
     fail_wait(work, std::make_exception_ptr(Deadlock(fmt::format(
-                        "rank {} cannot start waiting in {} at {}: the run is already "
-                        "stuck",
+                        "rank {} cannot start waiting in {} at {}: the run is already stuck",
                         rank.rank, work.info.op, ranks::detail::where_str(work.info.where)))));
   }
 }
