@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "ranks/sim/cost_model.hpp"
 
 namespace ranks::cli {
 
@@ -150,6 +151,29 @@ int run_seeds(SimArgs args) {
   return run_once(args);  // so that --report and --trace describe a run, as without --seeds
 }
 
+// A model calibrated by `ranks calibrate` records the backend it measured; its prices belong to
+// that backend's rules, so without --backend the run emulates that backend (nccl rules would
+// refuse, say, a cpu-tensor reduce the gloo model prices). A preset records none. A model that
+// does not load is left for the program to report.
+void adopt_model_backend(SimArgs& args, bool backend_given) {
+  if (args.model.empty()) return;
+  std::string recorded;
+  try {
+    recorded = sim::load_cost_model(args.model).backend;
+  } catch (const std::exception&) {
+    return;
+  }
+  if (recorded.empty() || recorded == args.backend) return;
+  if (!backend_given) {
+    args.backend = recorded;
+  } else {
+    std::fprintf(stderr,
+                 "ranks sim: note: %s was calibrated on %s; emulating %s's rules as --backend "
+                 "says\n",
+                 args.model.c_str(), recorded.c_str(), args.backend.c_str());
+  }
+}
+
 int run_sim(const SimArgs& args) { return args.seeds.empty() ? run_once(args) : run_seeds(args); }
 
 int run_once(const SimArgs& args) {
@@ -180,8 +204,10 @@ Command add_sim_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 24));
   sim->add_option("--ranks-per-node", args->ranks_per_node, "ranks per node (0: one node)")
       ->check(CLI::NonNegativeNumber);
-  sim->add_option("--backend", args->backend, "backend whose rules to emulate")
-      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+  auto* backend = sim->add_option("--backend", args->backend,
+                                  "backend whose rules to emulate (default: nccl, or the backend a "
+                                  "calibrated --model file was measured on)")
+                      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
   auto* seed =
       sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving");
   sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")
@@ -198,7 +224,10 @@ Command add_sim_command(CLI::App& app) {
                 "move no data: ops are matched, checked and priced, results are not computed");
   sim->add_option("program", args->program, "the program and its arguments (after --)")->required();
   sim->positionals_at_end();
-  return [args] { return run_sim(*args); };
+  return [args, backend] {
+    adopt_model_backend(*args, backend->count() > 0);
+    return run_sim(*args);
+  };
 }
 
 }  // namespace ranks::cli
