@@ -88,6 +88,12 @@ def main(ranks, work):
     done = subprocess.run([ranks, "bench", "--sim", "--bind-to", "core", "--", "-e", "8"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "--bind-to is for measured runs" in done.stderr, done
+    # nccl-tests' -o (reduce op) and -r (root) are ranks bench's -r and root 0: the error says so.
+    for args, said in ((["-o", "sum"], "'sum' is a reduce op: give it with -r (nccl-tests' -o)"),
+                       (["-r", "0"], "nccl-tests' -r is the root")):
+        done = subprocess.run([ranks, "bench", "--sim", "-n", "2", "--", *args, "-e", "8"],
+                              capture_output=True, text=True)
+        assert done.returncode != 0 and said in done.stdout + done.stderr, (args, done)
     print("check_bench_cli: ok")
 
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +53,15 @@ ranks::DType parse_dtype(std::string name) {
       name));
 }
 
+bool names_reduce_op(const std::string& name);
+
+// nccl-tests takes the reduce op after -o and the root after -r; ranks bench runs several
+// collectives, so -o names them and -r is the reduce op. Say so to someone typing nccl-tests'.
+std::string nccl_tests_hint(const std::string& name) {
+  if (!names_reduce_op(name)) return "";
+  return fmt::format("; '{}' is a reduce op: give it with -r (nccl-tests' -o)", name);
+}
+
 std::vector<const ranks::bench::BenchOp*> parse_ops(const std::string& list) {
   std::vector<const ranks::bench::BenchOp*> ops;
   if (list == "all") {
@@ -63,8 +74,8 @@ std::vector<const ranks::bench::BenchOp*> parse_ops(const std::string& list) {
     if (op == nullptr) {
       throw ranks::InvalidArgument(fmt::format(
           "op '{}' is not one of all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
-          "all_to_all, sendrecv (or all)",
-          name));
+          "all_to_all, sendrecv (or all){}",
+          name, nccl_tests_hint(name)));
     }
     ops.push_back(op);
   }
@@ -93,7 +104,22 @@ std::string skip_reason(const ranks::bench::BenchOp& op, const ranks::bench::Run
 ranks::ReduceOp parse_bench_reduce_op(const std::string& name) {
   if (name == "prod") return ranks::ReduceOp::Product;
   if (name == "avg") return ranks::ReduceOp::Mean;
+  if (!name.empty() && std::all_of(name.begin(), name.end(), ::isdigit)) {
+    throw ranks::InvalidArgument(fmt::format(
+        "-r takes the reduce op (sum, mean, product, min, max, band, bor, bxor), not a root "
+        "('{}'): nccl-tests' -r is the root; ranks bench's broadcast and reduce use root 0",
+        name));
+  }
   return ranks::parse_reduce_op(name);
+}
+
+bool names_reduce_op(const std::string& name) {
+  try {
+    parse_bench_reduce_op(name);
+    return true;
+  } catch (const ranks::InvalidArgument&) {
+    return false;
+  }
 }
 
 // Returns the number of wrong values found (summed over ranks and rows; -1: none checked).
