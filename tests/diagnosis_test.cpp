@@ -240,6 +240,60 @@ TEST(StuckCollective, AMissingRankThatFailedIsNamedWithItsError) {
   }
 }
 
+// --- which op a failed rank's row names ----------------------------------------------------------
+
+// The body's own exception after an op completed: the row is in no op (the barrier succeeded),
+// and the error says what the rank last did.
+TEST(FailedRow, ABodyFailingAfterAnOpIsInNoOp) {
+  int line = 0;
+  sim::Report report = simulate(3, [&] {
+    line = __LINE__ + 1;
+    barrier();
+    if (get_rank() == 1) throw std::runtime_error("bad batch");
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Error) << report.to_text();
+  EXPECT_EQ(row(report, 1).state, "failed");
+  EXPECT_EQ(row(report, 1).op, "");
+  EXPECT_EQ(row(report, 1).seq, -1);
+  EXPECT_EQ(row(report, 1).where, "");
+  EXPECT_EQ(row(report, 1).error,
+            fmt::format("bad batch (thrown by the body after entering its op 1 (barrier on group "
+                        "'world' seq 0 at {}))",
+                        site(line)));
+}
+
+// An argument the front end refuses: the row names the refused call, not the op before it.
+TEST(FailedRow, ARefusedArgumentNamesTheRefusedCall) {
+  int barrier_line = 0, send_line = 0;
+  sim::Report report = simulate(2, [&] {
+    barrier_line = __LINE__ + 1;
+    barrier();
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    send_line = __LINE__ + 1;
+    if (get_rank() == 0) send(t, 7);
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Error) << report.to_text();
+  EXPECT_EQ(row(report, 0).op, "send");
+  EXPECT_EQ(row(report, 0).group, "world");
+  EXPECT_EQ(row(report, 0).seq, 0);  // the first point-to-point op
+  EXPECT_EQ(row(report, 0).where, site(send_line));
+  EXPECT_NE(row(report, 0).where, site(barrier_line));
+}
+
+TEST(FailedRow, ACallOnAGroupTheRankIsNotInNamesThatCall) {
+  int line = 0;
+  sim::Report report = simulate(3, [&] {
+    Group pair = new_group({0, 1});
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    line = __LINE__ + 1;
+    if (get_rank() == 2) all_reduce(t, ReduceOp::Sum, pair);
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Error) << report.to_text();
+  EXPECT_EQ(row(report, 2).op, "all_reduce");
+  EXPECT_EQ(row(report, 2).where, site(line));
+  EXPECT_TRUE(Contains(row(report, 2).error, "is not a member of group"));
+}
+
 TEST(StuckCollective, AMissingRankThatCrashedIsNamedAsCrashed) {
   // nccl survivors wait for their watchdog. With a timeout no run can reach (they wait from 1 ms,
   // and 1 ms + the timeout is past the end of the clock) there is none, so the run is stuck on a

@@ -74,12 +74,13 @@ class Context {
   detail::Rng rng;
   Clock* clock = nullptr;        // null: the real clock
   std::shared_ptr<Store> store;  // real runs: the rendezvous store the world was made with
-  // The op dispatch itself rejected (an unsupported op), if this rank's last op was one: reports
-  // name the op a rank failed in even when no backend saw it. A backend that accepts an op
-  // clears it (the simulator does); the happy path never touches it in dispatch.
+  // The op the front end rejected (an unsupported op, a bad argument), if this rank's last op
+  // was one: reports name the op a rank failed in even when no backend saw it. A backend that
+  // accepts an op clears it (the simulator does); the happy path never touches it in dispatch.
   struct RejectedOp {
     bool set = false;
     OpKind op = OpKind::Barrier;
+    std::string_view name;  // what the caller called ("gather_object"), when not op's own name
     std::string group;
     int64_t seq = -1;
     std::source_location where;

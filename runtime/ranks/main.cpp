@@ -55,9 +55,29 @@ sim::Options sim_options_from_env() {
   return options;
 }
 
+// Prints the human report and writes the JSON one where `ranks sim` asked for it.
+// The JSON first: a reader that closes the pipe early (`ranks sim ... | head`) must not cost
+// the run its report.
+void publish(const sim::Report& report) {
+  if (const char* path = env("RANKS_SIM_REPORT"); path && *path) {
+    std::ofstream out(path);
+    out << report.to_json();
+    if (!out) throw Error(fmt::format("cannot write the report to {}", path));
+  }
+  std::fflush(stdout);
+  std::fputs(("\n" + report.to_text()).c_str(), stdout);
+}
+
 int run_simulated(const std::function<void()>& body) {
   sim::Report report;
-  const sim::Options options = sim_options_from_env();
+  sim::Options options = sim_options_from_env();
+  options.on_exit = [](const sim::Report& at_exit) {
+    try {
+      publish(at_exit);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ranks: error: %s\n", e.what());
+    }
+  };
   try {
     report = sim::run(options, body);
   } catch (const InvalidArgument& e) {
@@ -68,13 +88,7 @@ int run_simulated(const std::function<void()>& body) {
     report.seed = options.seed;
     report.message = fmt::format("the simulator did not start: {}", e.what());
   }
-  std::fflush(stdout);
-  std::fputs(("\n" + report.to_text()).c_str(), stdout);
-  if (const char* path = env("RANKS_SIM_REPORT"); path && *path) {
-    std::ofstream out(path);
-    out << report.to_json();
-    if (!out) throw Error(fmt::format("cannot write the report to {}", path));
-  }
+  publish(report);
   return report.outcome == sim::Outcome::Ok ? 0 : 1;
 }
 

@@ -16,6 +16,8 @@ namespace ranks::sim {
 enum class Outcome { Ok, Deadlock, Timeout, Mismatch, Unsupported, Crash, Error };
 std::string_view outcome_name(Outcome);  // "ok", "deadlock", ...
 
+struct Report;
+
 struct Options {
   int world_size = 8;
   int ranks_per_node = 0;        // 0: all ranks on one node
@@ -30,6 +32,10 @@ struct Options {
   // time), a preset ("h100-nvlink-ib", "pcie-gen5-ib", "ethernet-40g") or a model file (JSON,
   // e.g. from `ranks calibrate`). Topology comes from ranks_per_node.
   std::string model;
+  // A rank that calls exit() ends the one process every rank lives in, so the run ends there,
+  // as outcome crash. This gets that report before the process exits with status 1 (empty: the
+  // report's text goes to stderr). ranks::main prints it and writes the JSON, as for any run.
+  std::function<void(const Report&)> on_exit;
 };
 
 struct RankReport {

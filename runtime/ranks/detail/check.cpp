@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::detail {
@@ -24,6 +25,16 @@ std::string Call::describe() const {
 }
 
 void fail(const Call& call, const std::string& message) {
+  if (call.group != nullptr) {
+    const bool p2p = is_point_to_point(call.op);
+    current().rejected_op = {
+        true,
+        call.op,
+        call.name,
+        call.group->spec.name,
+        static_cast<int64_t>(p2p ? call.group->next_p2p_seq : call.group->next_collective_seq),
+        call.where};
+  }
   throw InvalidArgument(fmt::format("{}: {}", call.describe(), message));
 }
 

@@ -16,6 +16,7 @@ namespace {
 // small: a simulated rank's stack lines are what a 16,384-rank run misses the cache on.
 [[noreturn, gnu::noinline]] void throw_not_a_member(const GroupImpl& impl, OpKind op,
                                                     const std::source_location& where) {
+  current().rejected_op = {true, op, {}, impl.spec.name, -1, where};
   throw InvalidArgument(
       fmt::format("{} at {}: this rank (global rank {}) is not a member of group '{}' (members {})",
                   op_name(op), where_str(where), current().rank, impl.spec.name,
@@ -27,8 +28,12 @@ namespace {
   if (auto why = group.capabilities->why_unsupported(request)) {
     const bool p2p = is_point_to_point(request.kind);
     current().rejected_op = {
-        true, request.kind, group.spec.name,
-        static_cast<int64_t>(p2p ? group.next_p2p_seq : group.next_collective_seq), where};
+        true,
+        request.kind,
+        {},
+        group.spec.name,
+        static_cast<int64_t>(p2p ? group.next_p2p_seq : group.next_collective_seq),
+        where};
     throw Unsupported(fmt::format("{}: {}", Call{request.kind, &group, where}.describe(), *why));
   }
 }

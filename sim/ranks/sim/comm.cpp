@@ -342,6 +342,43 @@ std::string SimGroup::describe_missing(const SimWork& work) const {
                      missing.size() == 1 ? "rank" : "ranks", list_ranks(missing));
 }
 
+std::string end_unfinished(SimWork& work) {
+  std::string what =
+      fmt::format("rank {}'s {} on group '{}' seq {} at {}", work.owner.rank, work.info.op,
+                  work.group.name(), work.info.seq, where_str(work.info.where));
+  if (!work.done) {
+    work.error = std::make_exception_ptr(
+        InvalidArgument(fmt::format("{} never completed: the simulation ended first", what)));
+    work.done = true;
+  }
+  return what;
+}
+
+void SimGroup::close(std::vector<std::string>& unfinished) {
+  closed_ = true;
+  for (auto& [seq, pending] : pending_) {
+    for (Arrival& arrival : pending.arrivals) {
+      if (arrival.work && !arrival.work->done) unfinished.push_back(end_unfinished(*arrival.work));
+    }
+  }
+  pending_.clear();
+  recent_ = pending_.end();
+  for (Mailbox& box : mailboxes_) {
+    for (auto* queue : {&box.sends, &box.recvs}) {
+      for (Message& message : *queue) {
+        if (!message.work->done) unfinished.push_back(end_unfinished(*message.work));
+      }
+      queue->clear();
+    }
+  }
+}
+
+std::vector<std::string> GroupRegistry::close_all() {
+  std::vector<std::string> unfinished;
+  for (auto& [name, group] : groups_) group->close(unfinished);
+  return unfinished;
+}
+
 std::shared_ptr<SimGroup> GroupRegistry::get(const GroupSpec& spec) {
   auto [it, inserted] = groups_.try_emplace(spec.name);
   if (inserted) it->second = std::make_shared<SimGroup>(engine_, spec);
@@ -356,7 +393,17 @@ SimComm::SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGro
       rank_(rank),
       global_rank_(global_rank) {}
 
+namespace {
+[[noreturn, gnu::noinline]] void refuse_after_run(const SimGroup& group, const OpRequest& r) {
+  throw InvalidArgument(fmt::format(
+      "{} at {}: group '{}' belongs to a simulation that has ended; make groups inside the "
+      "run that uses them",
+      op_name(r.kind), where_str(r.where), group.name()));
+}
+}  // namespace
+
 Work SimComm::submit(OpRequest&& request) {
+  if (group_->closed()) refuse_after_run(*group_, request);
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
                                             owner, *group_, std::move(request), rank_);

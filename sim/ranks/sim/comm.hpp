@@ -63,6 +63,12 @@ class SimGroup {
   // Whether the work cannot finish without global rank `global` (which has died).
   bool involves(const SimWork& work, int global) const;
 
+  // The run is over. Ops still pending end with an error (a Work kept past the run reports it
+  // instead of reaching into the finished engine), and later calls on the group are refused.
+  // Appends a line for each op a rank started that never completed.
+  void close(std::vector<std::string>& unfinished);
+  bool closed() const { return closed_; }
+
  private:
   struct Arrival {
     std::shared_ptr<SimWork> work;
@@ -98,6 +104,7 @@ class SimGroup {
   Engine& engine_;
   GroupSpec spec_;
   bool matches_tags_;
+  bool closed_ = false;
   std::map<uint64_t, Pending> pending_;
   // The collective most ranks are arriving at: in lock-step programs every arrival but the
   // first finds it here instead of walking the map.
@@ -115,6 +122,8 @@ class GroupRegistry {
  public:
   explicit GroupRegistry(Engine& engine) : engine_(engine) {}
   std::shared_ptr<SimGroup> get(const GroupSpec& spec);
+  // SimGroup::close for every group of the run.
+  std::vector<std::string> close_all();
 
  private:
   Engine& engine_;
@@ -136,6 +145,10 @@ class SimComm final : public Backend {
   int rank_;         // within the group
   int global_rank_;  // in the world
 };
+
+// Marks a work that the run ended before completing as done, with the error a later wait()
+// rethrows; returns the line reports give it.
+std::string end_unfinished(SimWork& work);
 
 // The cost model's price of a matched collective (its first arrival's request) and of a matched
 // message between two group ranks (pricing.cpp).

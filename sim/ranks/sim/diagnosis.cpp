@@ -257,6 +257,18 @@ Report Engine::make_report() const {
     report.message = ranks_.size() == 1 ? std::string("the rank finished")
                                         : fmt::format("all {} ranks finished", ranks_.size());
   }
+  if (!first_failure_ && !unfinished_.empty()) {
+    // Not a failure (MPI calls it erroneous, gloo lets the process exit), but a lost message or
+    // an unanswered collective is almost always a bug worth a line.
+    constexpr size_t shown = 8;
+    std::vector<std::string> head(unfinished_.begin(),
+                                  unfinished_.begin() + std::min(shown, unfinished_.size()));
+    report.message += fmt::format("; {} op{} started and never completed: {}{}", unfinished_.size(),
+                                  unfinished_.size() == 1 ? "" : "s", fmt::join(head, "; "),
+                                  unfinished_.size() > shown
+                                      ? fmt::format("; and {} more", unfinished_.size() - shown)
+                                      : std::string());
+  }
   report.ranks.reserve(ranks_.size());
   for (const auto& rank : ranks_) {
     RankReport row;
@@ -279,12 +291,16 @@ Report Engine::make_report() const {
         row.state = "blocked";
         break;
     }
-    if (rank->state != RankState::Finished) {
+    // A rank that failed between ops, or is between them, is in no op: its last one completed.
+    const bool in_no_op = rank->failed_between_ops || rank->state == RankState::Runnable;
+    if (in_no_op) row.error = rank->error;
+    if (rank->state != RankState::Finished && !in_no_op) {
       BlockInfo info = rank->block;
-      // Dispatch may have rejected the rank's last op before the simulator saw it.
+      // The front end may have rejected the rank's last op before the simulator saw it.
       const Context::RejectedOp& rejected = rank->context.rejected_op;
       if (rank->state == RankState::Failed && rejected.set) {
-        info = BlockInfo{op_name(rejected.op), &rejected.group, rejected.seq, rejected.where};
+        info = BlockInfo{rejected.name.empty() ? op_name(rejected.op) : rejected.name,
+                         &rejected.group, rejected.seq, rejected.where};
       }
       row.op = std::string(info.op);
       if (info.group) row.group = *info.group;

@@ -61,6 +61,7 @@ struct SimRank {
   std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
   bool stopped_by_engine = false;           // woken to unwind a stuck run
   int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
+  bool failed_between_ops = false;          // the body failed on its own, not inside an op
   std::string error_kind;
   std::string error;
 };
@@ -109,9 +110,17 @@ class Engine final : public Clock {
   const CostModel& cost_model() const { return cost_model_; }
   int node_of(int global_rank) const { return global_rank / ranks_per_node_; }
   void record_failure(SimRank& rank, std::string kind, std::string message);
+  // The body threw something of its own (not an op's ranks::Error): the report must not say it
+  // failed in the op it last entered, which had completed.
+  void record_body_failure(SimRank& rank, std::string message);
+  // "after entering its op 3 (barrier on group 'world' seq 2 at train.cpp:42)", or "before any
+  // op".
+  std::string after_last_op(const SimRank& rank) const;
 
   // Called by the scheduler when no fiber is ready.
   void on_idle();
+  // A rank called exit() (the process is ending under the run): report, then _exit(1).
+  [[noreturn]] void on_exit_from_rank(SimRank& rank);
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
   void on_op_entered(SimRank& rank, const BlockInfo& op) {
     ++rank.ops_entered;
@@ -170,9 +179,10 @@ class Engine final : public Clock {
   std::optional<Failure> first_failure_;
   bool stuck_ = false;
   std::vector<Fault> faults_;
-  std::vector<int> dead_;        // crashed ranks, in order
-  bool peers_fail_fast_ = true;  // see fail_waiters_on
-  std::vector<int> cycle_;       // found when the run got stuck
+  std::vector<int> dead_;                // crashed ranks, in order
+  bool peers_fail_fast_ = true;          // see fail_waiters_on
+  std::vector<int> cycle_;               // found when the run got stuck
+  std::vector<std::string> unfinished_;  // ops started and never completed, for the report
   ranks::detail::Rng rng_;
   std::unique_ptr<Trace> trace_;
   WorkPool* work_pool_ = WorkPool::create();  // orphaned, not deleted: see work_pool.hpp

@@ -1,0 +1,87 @@
+// What outlives a simulated run, and what a run leaves unfinished: Work and Group handles kept
+// past sim::run, ops a rank started that nobody completed, a rank that ends the process with
+// exit(), and a rank that polls Work::is_completed() instead of waiting.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ranks/ranks.hpp"
+#include "ranks/sim.hpp"
+
+namespace ranks {
+namespace {
+
+sim::Options options(int world_size, std::string backend = "gloo") {
+  sim::Options o;
+  o.world_size = world_size;
+  o.backend = std::move(backend);
+  return o;
+}
+
+// --- handles kept past the run -----------------------------------------------------------------
+
+TEST(AfterTheRun, AWorkKeptPastTheRunReportsTheOpNeverCompleted) {
+  Work kept;
+  auto report = sim::run(options(2), [&] {
+    auto t = Tensor::zeros({2}, DType::Float32);
+    if (get_rank() == 0) kept = irecv(t, 1);  // rank 1 never sends
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_TRUE(kept.is_completed());
+  try {
+    kept.wait();
+    FAIL() << "wait() on a receive that never matched returned";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0's recv on group 'world' seq 0"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("never completed: the simulation ended first"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(AfterTheRun, AGroupKeptPastTheRunIsRefusedOutsideAndInTheNextRun) {
+  Group kept;
+  auto first = sim::run(options(2), [&] {
+    auto g = new_group({0, 1});
+    barrier(g);
+    if (get_rank() == 0) kept = g;
+  });
+  ASSERT_EQ(first.outcome, sim::Outcome::Ok) << first.to_text();
+  EXPECT_THROW(barrier(kept), InvalidArgument);  // outside any run
+  auto second = sim::run(options(2), [&] { barrier(kept); });
+  EXPECT_EQ(second.outcome, sim::Outcome::Error) << second.to_text();
+  EXPECT_NE(second.message.find("belongs to a simulation that has ended"), std::string::npos)
+      << second.message;
+}
+
+TEST(AfterTheRun, AnOkReportNamesOpsThatNeverCompleted) {
+  auto report = sim::run(options(3), [&] {
+    auto t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 0) isend(t, 1, {}, /*tag=*/5);  // nobody receives it
+    if (get_rank() == 2) all_reduce_async(t);         // nobody else calls it
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_NE(report.message.find("2 ops started and never completed"), std::string::npos)
+      << report.message;
+  EXPECT_NE(report.message.find("rank 0's send on group 'world' seq 0"), std::string::npos)
+      << report.message;
+  EXPECT_NE(report.message.find("rank 2's all_reduce on group 'world' seq 0"), std::string::npos)
+      << report.message;
+}
+
+TEST(AfterTheRun, ACompleteRunSaysNothingAboutUnfinishedOps) {
+  auto report = sim::run(options(2), [&] {
+    auto t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 0) send(t, 1);
+    if (get_rank() == 1) recv(t, 0);
+    all_reduce(t);
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok);
+  EXPECT_EQ(report.message, "all 2 ranks finished");
+}
+
+}  // namespace
+}  // namespace ranks
