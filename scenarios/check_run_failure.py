@@ -11,8 +11,10 @@ and the survivors name rank 1's error as its cause; with mpi, mpirun starts the 
 job and says which rank failed.
 """
 import os
+import signal
 import subprocess
 import sys
+import time
 
 
 def main():
@@ -46,7 +48,55 @@ def main():
             not any(line.startswith("[rank 2]") for line in survivors):
         failures.append("no survivor names rank 1's error as the first failure")
         output += thrown.stdout + thrown.stderr
+    failures += check_exit(command)
+    failures += check_launcher_signal(command)
     finish(failures, output, [])
+
+
+def check_exit(command):
+    """Rank 1 calls exit(3): it, not a survivor that stopped because of it, is named, and ranks
+    run exits with its status."""
+    env = dict(os.environ, EXIT_RANK="1", RANKS_TIMEOUT="60")
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
+    if done.returncode != 3 or "ranks run: rank 1 (pid" not in done.stderr or \
+            "exited with status 3" not in done.stderr:
+        print(done.stdout + done.stderr)
+        return [f"rank 1's exit(3) is not what ranks run names (exit {done.returncode})"]
+    return []
+
+
+def children_of(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def check_launcher_signal(command):
+    """SIGTERM to ranks run (a scheduler, `timeout`) reaches every rank: none is left running."""
+    env = dict(os.environ, STALL_RANK="1", RANKS_TIMEOUT="60")
+    launcher = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+    deadline = time.monotonic() + 30
+    ranks = children_of(launcher.pid)
+    while len(ranks) < 3 and time.monotonic() < deadline:
+        ranks = children_of(launcher.pid)
+    if len(ranks) < 3:
+        launcher.kill()
+        return ["ranks run did not start 3 ranks within 30 s"]
+    launcher.send_signal(signal.SIGTERM)
+    out, err = launcher.communicate(timeout=60)
+    alive = [pid for pid in ranks if os.path.exists(f"/proc/{pid}")]
+    failures = []
+    if alive:
+        for pid in alive:
+            os.kill(pid, signal.SIGKILL)
+        failures.append(f"ranks {alive} outlived a SIGTERM to ranks run")
+    if launcher.returncode != 128 + signal.SIGTERM or "stopped by signal 15" not in err:
+        print(out + err)
+        failures.append(f"ranks run exited {launcher.returncode} on SIGTERM")
+    return failures
 
 
 def check_mpi_error(command, env):

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 
 #include "commands.hpp"
 #include "mpirun.hpp"
+#include "ranks/detail/fatal.hpp"
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
 
@@ -66,14 +68,35 @@ void on_child_exit(int) {
   errno = saved;
 }
 
+// SIGINT, SIGTERM or SIGHUP sent to the launcher (Ctrl-C, a scheduler, `timeout`): the ranks get
+// it too, then SIGKILL after the grace period, as torchrun does; nothing is left running.
+volatile sig_atomic_t launcher_signal = 0;
+
+void on_launcher_signal(int sig) {
+  launcher_signal = sig;
+  on_child_exit(sig);  // wakes the poll loop
+}
+
+// How much a failure explains: a death by signal more than an error exit of the rank's own,
+// and that more than a rank that stopped because another failed (peer_failed_exit_status).
+int blame_weight(int status) {
+  if (WIFSIGNALED(status)) return 3;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 0) return 0;
+  return WEXITSTATUS(status) == detail::peer_failed_exit_status ? 1 : 2;
+}
+
 // cpu: the CPU to bind the process to, or -1 to leave it unbound.
 void spawn(Child& child, const RunArgs& args, int port, int cpu) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
   std::fflush(nullptr);
+  const pid_t launcher = getpid();
   child.pid = fork();
   if (child.pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (child.pid == 0) {
+    // A launcher killed outright (SIGKILL, a crash) takes its ranks with it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(128 + SIGKILL);
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(pipe_fds[1], STDERR_FILENO);
     close(pipe_fds[0]);
@@ -155,6 +178,10 @@ int run(const RunArgs& args) {
   action.sa_handler = on_child_exit;
   action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
   sigaction(SIGCHLD, &action, nullptr);
+  struct sigaction forward_action {};
+  forward_action.sa_handler = on_launcher_signal;
+  forward_action.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &forward_action, nullptr);
   const std::vector<int> cpus =
       args.bind_to == "core" ? launch::allowed_cpus() : std::vector<int>{};
   std::vector<Child> children(static_cast<size_t>(args.nproc));
@@ -187,27 +214,34 @@ int run(const RunArgs& args) {
     // a signal is the likelier cause than one that exited with an error a moment later (the
     // others notice its closed connections), so within a batch it counts as first.
     int status = 0;
-    const Child* batch_exit = nullptr;
-    const Child* batch_signal = nullptr;
+    const Child* batch_worst = nullptr;  // the failure in this batch that explains the most
     for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
       for (Child& c : children) {
         if (c.pid != pid) continue;
         c.exited = true;
         c.status = status;
-        if (WIFSIGNALED(status) && batch_signal == nullptr) batch_signal = &c;
-        if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && batch_exit == nullptr) batch_exit = &c;
+        if (blame_weight(status) > (batch_worst ? blame_weight(batch_worst->status) : 0)) {
+          batch_worst = &c;
+        }
       }
     }
-    // A process's sockets close a moment before its parent hears of its death, so a peer that
-    // noticed can exit before it is reaped. For a short while after the first failure, a death
-    // by signal still takes the blame from an error exit.
+    // A process's sockets close a moment before its parent hears of its death (and exit()
+    // takes a while), so a peer that noticed can exit before it is reaped. For a short while
+    // after the first failure, a failure that explains more still takes the blame.
     const auto now = std::chrono::steady_clock::now();
-    if (first_failure == nullptr && (batch_signal || batch_exit)) {
-      first_failure = batch_signal ? batch_signal : batch_exit;
+    if (first_failure == nullptr && batch_worst) {
+      first_failure = batch_worst;
       failed_at = now;
-    } else if (batch_signal && first_failure && !WIFSIGNALED(first_failure->status) &&
-               now - failed_at < kBlameWindow) {
-      first_failure = batch_signal;
+    } else if (batch_worst && first_failure && now - failed_at < kBlameWindow &&
+               blame_weight(batch_worst->status) > blame_weight(first_failure->status)) {
+      first_failure = batch_worst;
+    }
+    if (launcher_signal != 0 && !terminated) {
+      for (Child& c : children) {
+        if (!c.exited) kill(c.pid, launcher_signal);
+      }
+      terminated = true;
+      kill_at = now + std::chrono::milliseconds(static_cast<int>(args.grace_seconds * 1000));
     }
     bool all_exited = true;
     for (const Child& c : children) all_exited = all_exited && c.exited;
@@ -230,6 +264,11 @@ int run(const RunArgs& args) {
   }
   for (Child& c : children) {
     while (c.out >= 0) forward(c, true, args.raw_output);
+  }
+  if (launcher_signal != 0) {
+    std::fprintf(stderr, "ranks run: stopped by signal %d (%s), passed on to every rank\n",
+                 static_cast<int>(launcher_signal), strsignal(launcher_signal));
+    return 128 + launcher_signal;
   }
   if (first_failure == nullptr) return 0;
   std::string report = fmt::format(
