@@ -74,6 +74,32 @@ TEST_F(MpiBackend, SendRecvMatchesTagsNotOrder) {
   }
 }
 
+// MPI moves a large message only inside MPI calls: a rank that polls Work::is_completed()
+// instead of waiting must drive that progress, or both sides would spin forever.
+TEST_F(MpiBackend, PollingIsCompletedMovesALargeMessage) {
+  Comm c = world();
+  SKIP_UNLESS_MULTI_RANK(c);
+  if (c.rank > 1) return;
+  const int64_t n = 1 << 20;  // 4 MiB: past every eager limit
+  Tensor t = Tensor::zeros({n}, DType::Float32);
+  if (c.rank == 0) {
+    for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = static_cast<float>(i % 1000);
+  }
+  OpRequest r = c.rank == 0 ? request(OpKind::Send, {t}, {}) : request(OpKind::Recv, {}, {t});
+  r.root = 1 - c.rank;
+  Work w = c.submit(std::move(r));
+  while (!w.is_completed()) {
+  }
+  w.wait();
+  if (c.rank == 1) {
+    std::vector<float> got = t.to_vector<float>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i)
+      wrong += got[static_cast<size_t>(i)] != static_cast<float>(i % 1000);
+    EXPECT_EQ(wrong, 0);
+  }
+}
+
 TEST_F(MpiBackend, AnySourceReportsTheSender) {
   Comm c = world();
   SKIP_UNLESS_MULTI_RANK(c);

@@ -83,5 +83,69 @@ TEST(AfterTheRun, ACompleteRunSaysNothingAboutUnfinishedOps) {
   EXPECT_EQ(report.message, "all 2 ranks finished");
 }
 
+// --- polling instead of waiting ----------------------------------------------------------------
+
+// The overlap pattern: poll a receive while doing work of one's own. Spinning on is_completed()
+// must let the sender run (one thread runs every rank) and end once the message is there.
+TEST(Polling, ABusyPollSeesTheMessageArrive) {
+  int64_t polls = 0;
+  int got = -1;
+  auto report = sim::run(options(2), [&] {
+    auto t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 0) {
+      auto pending = irecv(t, 1);
+      while (!pending.is_completed()) ++polls;
+      pending.wait();
+      got = t.to_vector<int32_t>()[0];
+    } else {
+      t.data<int32_t>()[0] = 42;
+      send(t, 0);
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_EQ(got, 42);
+}
+
+// Nothing will ever arrive: the poller ends up waiting, and the run is a deadlock naming its
+// receive, not a process that spins forever.
+TEST(Polling, APollThatCanNeverSucceedIsADeadlock) {
+  auto report = sim::run(options(2), [&] {
+    auto t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 0) {
+      auto pending = irecv(t, 1);
+      while (!pending.is_completed()) {
+      }
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+  ASSERT_EQ(report.ranks.size(), 2u);
+  EXPECT_EQ(report.ranks[0].state, "blocked");
+  EXPECT_EQ(report.ranks[0].op, "recv");
+}
+
+// A message that costs virtual time: polling takes none, so the poll ends when the message lands.
+TEST(Polling, APollEndsWhenAPricedMessageLands) {
+  sim::Options o = options(2);
+  o.model = "ethernet-40g";
+  std::chrono::nanoseconds landed{0}, sent{0};
+  auto report = sim::run(o, [&] {
+    auto t = Tensor::zeros({1024}, DType::Float32);
+    if (get_rank() == 0) {
+      auto pending = irecv(t, 1);
+      while (!pending.is_completed()) {
+      }
+      landed = ranks::now();
+    } else {
+      sleep_for(std::chrono::milliseconds(5));
+      sent = ranks::now();
+      send(t, 0);
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_EQ(sent, std::chrono::milliseconds(5));
+  EXPECT_GT(landed, sent);  // the message's price on the model's link
+  EXPECT_EQ(report.virtual_time, landed);
+}
+
 }  // namespace
 }  // namespace ranks

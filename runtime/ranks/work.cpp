@@ -24,7 +24,11 @@ void Work::wait(std::chrono::milliseconds timeout) {
   if (state_->on_completion) std::exchange(state_->on_completion, nullptr)();
 }
 
-bool Work::is_completed() const { return !state_ || state_->done; }
+bool Work::is_completed() const {
+  if (!state_) return true;
+  if (!state_->done) state_->on_poll();
+  return state_->done;
+}
 
 std::exception_ptr Work::exception() const { return state_ ? state_->error : nullptr; }
 

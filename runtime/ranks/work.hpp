@@ -20,6 +20,9 @@ class WorkState {
   // deadline is the group's timeout, or `timeout` for block_for.
   virtual void block() = 0;
   virtual void block_for(std::chrono::milliseconds timeout) = 0;
+  // Work::is_completed() found the op not done. Real backends progress on their own; the
+  // simulator lets the other ranks run, since a rank spinning on this would otherwise starve them.
+  virtual void on_poll() {}
 
   // Atomic because a backend may finish an op on another thread (nccl's watchdog) while the
   // program polls Work::is_completed(); error is written before done is set.

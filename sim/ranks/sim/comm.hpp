@@ -23,6 +23,7 @@ class SimWork final : public ranks::detail::WorkState {
     timeout = call_timeout;  // this call's deadline, not the group's
     engine.wait(owner, *this);
   }
+  void on_poll() override { engine.poll(owner, *this); }
 
   Engine& engine;
   SimRank& owner;

@@ -313,8 +313,25 @@ void Engine::fail_wait(SimWork& work, std::exception_ptr error) {
   std::rethrow_exception(error);
 }
 
+void Engine::poll(SimRank& rank, SimWork& work) {
+  if (work.done || running_ != &rank) return;
+  if (stuck_) throw Deadlock(fmt::format("rank {} cannot poll: the run is stuck", rank.rank));
+  if (rank.polled_at != progress_) {
+    rank.polled_at = progress_;
+    waking_ = &rank;  // the scheduler's awakened() takes it, as for a wake
+    running_fiber_->yield();
+    return;
+  }
+  try {
+    wait(rank, work);
+  } catch (...) {
+    if (rank.stopped_by_engine) throw;  // a stuck run unwinds the rank
+  }
+}
+
 void Engine::complete(SimWork& work, std::exception_ptr error) {
   if (work.done) return;
+  ++progress_;
   work.done = true;
   work.error = std::move(error);
   if (trace_) {
@@ -426,6 +443,7 @@ void Engine::on_idle() {
     if (event.works) {
       for (auto& work : *event.works) complete(*work);
     } else if (event.crash == nullptr) {
+      ++progress_;
       wake(target);
     } else if (target.state == RankState::Blocked) {
       std::string where = target.waiting_on == nullptr

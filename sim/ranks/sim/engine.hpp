@@ -62,6 +62,7 @@ struct SimRank {
   bool stopped_by_engine = false;           // woken to unwind a stuck run
   int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
   bool failed_between_ops = false;          // the body failed on its own, not inside an op
+  uint64_t polled_at = ~uint64_t{0};        // the engine's progress count at its last poll
   std::string error_kind;
   std::string error;
 };
@@ -99,6 +100,10 @@ class Engine final : public Clock {
 
   // Blocks the running rank until work is done, its deadline passes or the run is stuck.
   void wait(SimRank& rank, SimWork& work);
+  // The running rank asked whether work is done and it is not (Work::is_completed): the other
+  // ranks run first; when nothing has happened since this rank's last poll, spinning could never
+  // end, so it waits for the work instead (a failed wait leaves the work done with its error).
+  void poll(SimRank& rank, SimWork& work);
   // Marks work done (or failed) and wakes its rank if it is blocked on it.
   void complete(SimWork& work, std::exception_ptr error = nullptr);
   // The same for every work of one op, `delay` later on the virtual clock (the cost model's
@@ -124,6 +129,7 @@ class Engine final : public Clock {
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
   void on_op_entered(SimRank& rank, const BlockInfo& op) {
     ++rank.ops_entered;
+    ++progress_;
     if (!faults_.empty()) strike_op_faults(rank, op);
   }
 
@@ -167,6 +173,7 @@ class Engine final : public Clock {
   int ranks_per_node_ = 1;
   Nanos now_{0};
   uint64_t event_order_ = 0;
+  uint64_t progress_ = 0;  // ops entered and completed, ranks woken: what a poll waits to see
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::vector<std::unique_ptr<SimRank>> ranks_;
   boost::fibers::context* running_fiber_ = nullptr;

@@ -89,6 +89,8 @@ class MpiWork final : public ranks::detail::WorkState {
   MpiWork(std::shared_ptr<Comm> c, OpRequest&& r);
   void block() override { wait_for(op.timeout.count() > 0 ? op.timeout : comm->default_timeout); }
   void block_for(std::chrono::milliseconds timeout) override { wait_for(timeout); }
+  // A program polling Work::is_completed() is the only thing that moves the op along.
+  void on_poll() override { progress(); }
 
   // One MPI_Test and the steps it unlocks; never throws, never blocks. True once MPI is done with
   // the op's buffers (finished, failed, or given up on and since completed).
