@@ -46,6 +46,11 @@ void check_group(const Group& g, const std::vector<int>& members, int rank) {
     EXPECT_EQ(get_world_size(g), static_cast<int>(members.size()));
     EXPECT_EQ(get_dist_info(g), std::make_pair(pos, static_cast<int>(members.size())));
     EXPECT_EQ(is_main_process(g), pos == 0);
+  } else {
+    // torch.distributed's answers outside the group.
+    EXPECT_EQ(get_rank(g), -1);
+    EXPECT_EQ(get_world_size(g), -1);
+    EXPECT_EQ(get_dist_info(g), std::make_pair(-1, -1));
   }
 }
 

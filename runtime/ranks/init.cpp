@@ -29,7 +29,8 @@ void destroy_process_group() { current().reset(); }
 bool is_initialized() { return current().initialized; }
 bool is_distributed() { return current().initialized; }
 
-int get_world_size(const Group& group) { return group.size(); }
+// torch's answer for a rank outside the group is -1, as get_rank's (MMEngine passes both on).
+int get_world_size(const Group& group) { return group.is_member() ? group.size() : -1; }
 int get_rank(const Group& group) { return group.rank(); }
 
 std::optional<std::string> get_backend(const Group& group) {
@@ -47,7 +48,9 @@ int get_local_size() {
   return context.initialized ? context.local_size : 1;
 }
 
-std::pair<int, int> get_dist_info(const Group& group) { return {group.rank(), group.size()}; }
+std::pair<int, int> get_dist_info(const Group& group) {
+  return {get_rank(group), get_world_size(group)};
+}
 
 bool is_main_process(const Group& group) { return group.rank() == 0; }
 
