@@ -174,7 +174,24 @@ void adopt_model_backend(SimArgs& args, bool backend_given) {
   }
 }
 
-int run_sim(const SimArgs& args) { return args.seeds.empty() ? run_once(args) : run_seeds(args); }
+// The report and trace are written after the run: a path that cannot be written is said now,
+// before the program runs, not as a confusing second report after it.
+bool writable(const std::string& path, const char* option) {
+  if (path.empty()) return true;
+  const bool existed = std::filesystem::exists(path);
+  if (std::ofstream probe(path, std::ios::app); !probe) {
+    std::fprintf(stderr, "ranks sim: cannot write %s %s: %s\n", option, path.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  if (!existed) std::filesystem::remove(path);
+  return true;
+}
+
+int run_sim(const SimArgs& args) {
+  if (!writable(args.report, "--report") || !writable(args.trace, "--trace")) return 2;
+  return args.seeds.empty() ? run_once(args) : run_seeds(args);
+}
 
 int run_once(const SimArgs& args) {
   namespace fs = std::filesystem;
@@ -213,7 +230,21 @@ Command add_sim_command(CLI::App& app) {
   sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")
       ->excludes(seed);
   sim->add_option("--timeout", args->timeout_seconds, "per-op timeout in (virtual) seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            // Whole milliseconds, as the simulator keeps them, and no more than a year.
+            double seconds = 0;
+            try {
+              seconds = std::stod(text);
+            } catch (const std::exception&) {
+              return "takes seconds, got '" + text + "'";
+            }
+            if (!(seconds >= 0.001 && seconds <= 365.0 * 24 * 3600)) {
+              return "must be between 0.001 and 31536000 seconds (a year), got '" + text + "'";
+            }
+            return "";
+          },
+          "SECONDS"));
   sim->add_option("--fault", args->faults, "fault spec, e.g. crash:rank=1,op=3");
   sim->add_option("--trace", args->trace, "write a Chrome/Perfetto trace here");
   sim->add_option("--report", args->report, "write the JSON report here");
