@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <map>
 #include <numeric>
+#include <random>
+#include <thread>
 
 #include "ranks/backends/registry.hpp"
 #include "ranks/capabilities.hpp"
@@ -74,16 +78,66 @@ std::pair<std::string, int> host_port(std::string_view address, std::string_view
   return {std::string(address.substr(0, colon)), port};
 }
 
+// The identity of each rendezvous server this process has joined, by host:port. After
+// destroy_process_group() a rank may init again (tests, notebooks) on the same address while
+// rank 0 is still tearing the previous server down: joined there, it would read the previous
+// job's addresses (connection refused) or lose the server mid-rendezvous. Rank 0 writes a fresh
+// identity into every server it starts; a rank that finds the one it saw last time has reached
+// the old server, and tries again until the new one answers.
+std::map<std::string, std::vector<uint8_t>>& servers_joined() {
+  static std::map<std::string, std::vector<uint8_t>> joined;
+  return joined;
+}
+
+std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const Membership& m,
+                                      std::chrono::milliseconds timeout) {
+  static const std::string identity_key = "ranks/server_identity";
+  std::vector<uint8_t>& seen = servers_joined()[fmt::format("{}:{}", host, port)];
+  if (m.rank == 0) {
+    auto store = std::make_shared<TCPStore>(host, port, m.world_size, true, timeout);
+    std::random_device entropy;
+    std::vector<uint8_t> identity(16);
+    for (auto& byte : identity) byte = static_cast<uint8_t>(entropy());
+    store->set(identity_key, identity);
+    seen = identity;
+    return store;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    try {
+      auto store = std::make_shared<TCPStore>(host, port, m.world_size, false,
+                                              std::max(left, std::chrono::milliseconds(1)));
+      std::vector<uint8_t> identity = store->get(identity_key);
+      if (identity != seen) {
+        seen = std::move(identity);
+        return store;
+      }
+    } catch (const Error&) {
+      if (seen.empty()) throw;  // a first join: nothing old to wait out
+      // else: the old server went away under us; the new one may not be up yet
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw Timeout(
+          fmt::format("init_process_group: the rendezvous server at {}:{} is still the one of this "
+                      "process's previous process group after {} ms (has rank 0 called "
+                      "destroy_process_group() and init again?)",
+                      host, port, timeout.count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the old server is closing
+  }
+}
+
 std::shared_ptr<Store> make_store(const InitOptions& options, const Membership& m) {
   if (options.store) return options.store;
   const std::string& method = options.init_method;
   if (method.starts_with("env://")) {
-    return std::make_shared<TCPStore>(m.master_addr, m.master_port, m.world_size, m.rank == 0,
-                                      options.timeout);
+    return join_tcp_store(m.master_addr, m.master_port, m, options.timeout);
   }
   if (method.starts_with("tcp://")) {
     auto [host, port] = host_port(std::string_view(method).substr(6), "init_method");
-    return std::make_shared<TCPStore>(host, port, m.world_size, m.rank == 0, options.timeout);
+    return join_tcp_store(host, port, m, options.timeout);
   }
   if (method.starts_with("file://")) {
     return std::make_shared<FileStore>(method.substr(7), m.world_size, options.timeout);
