@@ -294,8 +294,11 @@ std::string missing(const Comm& comm, const OpRequest& op) {
       return fmt::format("rank {} has sent no message with tag {}", comm.global_rank(op.root),
                          op.tag);
     default:
+      // MPI_Finalize waits for every rank, so a rank that left its body early sits there, alive
+      // and silent: unlike gloo, its peers can only notice it at this timeout.
       return "MPI cannot tell which ranks have not arrived (RANKS_DEBUG=detail or `ranks sim` "
-             "names them)";
+             "names them); a rank that returned or exited early waits in MPI_Finalize, where "
+             "MPI shows it to no one";
   }
 }
 
