@@ -245,10 +245,15 @@ TEST(Trace, MarksACrashAndTheFailuresItCauses) {
     EXPECT_EQ(failed[0]["name"], "failed");
     EXPECT_EQ(failed[0]["ts"].get<double>(), 2e6);
     EXPECT_TRUE(Contains(failed[0]["args"]["detail"].get<std::string>(), "lost rank 1"));
-    // Only the first barrier completed.
-    auto done = events(trace, "X", r);
-    ASSERT_EQ(done.size(), 1u) << "rank " << r;
-    EXPECT_EQ(done[0]["name"], "barrier");
+    // The first barrier completed at once; the second failed after the 2 s the rank waited
+    // in it, and its slice spans that wait.
+    auto slices = events(trace, "X", r);
+    ASSERT_EQ(slices.size(), 2u) << "rank " << r;
+    EXPECT_EQ(slices[0]["name"], "barrier");
+    EXPECT_EQ(slices[0]["dur"].get<double>(), 0.0);
+    EXPECT_EQ(slices[1]["name"], "barrier");
+    EXPECT_EQ(slices[1]["args"]["seq"], 1);
+    EXPECT_EQ(slices[1]["dur"].get<double>(), 2e6);
   }
 }
 
@@ -267,6 +272,30 @@ TEST(Trace, MarksATimeoutWhereItHappened) {
   EXPECT_EQ(failed[0]["name"], "failed");
   EXPECT_EQ(failed[0]["ts"].get<double>(), 30.0 * 60 * 1e6);
   EXPECT_TRUE(Contains(failed[0]["args"]["detail"].get<std::string>(), "timed out"));
+  // Rank 1's barrier that never completed is still a slice: it was blocked in it for 30 min.
+  auto blocked = events(trace, "X", 1);
+  ASSERT_EQ(blocked.size(), 1u);
+  EXPECT_EQ(blocked[0]["name"], "barrier");
+  EXPECT_EQ(blocked[0]["ts"].get<double>(), 0.0);
+  EXPECT_EQ(blocked[0]["dur"].get<double>(), 30.0 * 60 * 1e6);
+}
+
+// --- faults a run never reached ------------------------------------------------------------------
+
+TEST(Faults, AnOkRunSaysWhichFaultsNeverStruck) {
+  sim::Options options = default_options();
+  options.faults = {"crash:rank=1,op=99", "crash:rank=0,at=5", "delay:rank=2,op=3,by=1"};
+  sim::Report report = simulate(
+      3, [] { barrier(); }, options);
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_TRUE(
+      Contains(report.message, "fault 'crash:rank=1,op=99' never struck: rank 1 entered 1 op"))
+      << report.message;
+  EXPECT_TRUE(
+      Contains(report.message, "fault 'crash:rank=0,at=5' never struck: the run ended at 0 ns"))
+      << report.message;
+  EXPECT_TRUE(Contains(report.message, "fault 'delay:rank=2,op=3,by=1' never struck"))
+      << report.message;
 }
 
 }  // namespace

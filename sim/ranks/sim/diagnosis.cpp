@@ -257,6 +257,9 @@ Report Engine::make_report() const {
     report.message = ranks_.size() == 1 ? std::string("the rank finished")
                                         : fmt::format("all {} ranks finished", ranks_.size());
   }
+  if (!first_failure_) {
+    for (const std::string& note : unstruck_) report.message += "; " + note;
+  }
   if (!first_failure_ && !unfinished_.empty()) {
     // Not a failure (MPI calls it erroneous, gloo lets the process exit), but a lost message or
     // an unanswered collective is almost always a bug worth a line.

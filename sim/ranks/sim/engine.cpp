@@ -195,6 +195,21 @@ Report Engine::run(const std::function<void()>& body) {
     }
   }
 
+  // A fault that never struck means the run did not test what it was asked to.
+  for (const Fault& fault : faults_) {
+    const SimRank& target = rank(fault.rank);
+    if (fault.kind == Fault::Kind::CrashAtTime
+            ? fault.at > now_ && target.state != RankState::Crashed
+            : target.ops_entered < fault.op) {
+      unstruck_.push_back(fault.kind == Fault::Kind::CrashAtTime
+                              ? fmt::format("fault '{}' never struck: the run ended at {}",
+                                            fault.spec, format_duration(now_))
+                              : fmt::format("fault '{}' never struck: rank {} entered {} op{}",
+                                            fault.spec, fault.rank, target.ops_entered,
+                                            target.ops_entered == 1 ? "" : "s"));
+    }
+  }
+
   Report report = make_report();
   for (auto& rank : ranks_) rank->context.reset();  // drops the communicators before the groups
   if (trace_) trace_->write(*options_.trace, world_size);
@@ -310,6 +325,10 @@ void Engine::fail_wait(SimWork& work, std::exception_ptr error) {
   work.group.withdraw(work);
   work.error = error;
   work.done = true;
+  if (trace_) {  // the op's slice, as long as the rank was blocked in it
+    trace_->slice(work.owner.rank, work.info.op, work.info.group ? *work.info.group : "",
+                  work.info.seq, work.started, now_, ranks::detail::where_str(work.info.where));
+  }
   std::rethrow_exception(error);
 }
 

@@ -190,6 +190,7 @@ class Engine final : public Clock {
   bool peers_fail_fast_ = true;          // see fail_waiters_on
   std::vector<int> cycle_;               // found when the run got stuck
   std::vector<std::string> unfinished_;  // ops started and never completed, for the report
+  std::vector<std::string> unstruck_;    // faults the run never reached, for the report
   ranks::detail::Rng rng_;
   std::unique_ptr<Trace> trace_;
   WorkPool* work_pool_ = WorkPool::create();  // orphaned, not deleted: see work_pool.hpp
