@@ -319,6 +319,41 @@ TEST(ObjectsManyRanks, UnderNcclRulesPayloadsGoThroughTheGpu) {
       options);
 }
 
+// A shapes-only run moves no tensor data, but objects are the program's own metadata: they still
+// arrive, so a program that logs or agrees through them runs as it would with data.
+TEST(ObjectsManyRanks, ShapesOnlyRunsStillMoveObjects) {
+  sim::Options options = default_options();
+  options.move_data = false;
+  run_ranks(
+      4,
+      [] {
+        const int rank = get_rank();
+        auto all = all_gather_object(object_of(rank));
+        for (int r = 0; r < 4; ++r) EXPECT_EQ(all[static_cast<size_t>(r)], object_of(r));
+        std::vector<std::string> list = {fmt::format("from {}", rank)};
+        broadcast_object_list(list, 3);
+        EXPECT_EQ(list, std::vector<std::string>{"from 3"});
+        auto gathered = gather_object(object_of(rank), 2);
+        if (rank == 2) {
+          ASSERT_TRUE(gathered.has_value());
+          for (int r = 0; r < 4; ++r) EXPECT_EQ((*gathered)[static_cast<size_t>(r)], object_of(r));
+        }
+        const int64_t seed = sync_random_seed();
+        EXPECT_EQ(all_gather_object(seed), (std::vector<int64_t>(4, seed)));
+        std::map<std::string, Tensor> metrics = {{"loss", Tensor::of<float>({1.0f * rank})}};
+        all_reduce_dict(metrics);  // the key check passes; the values, tensors, do not move
+        auto collected = collect_results(std::vector<int>{rank, rank + 4}, 8, "cpu");
+        if (rank == 0) {
+          EXPECT_EQ(collected, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));  // MMEngine's zip
+        }
+        // Tensor collectives stay shapes-only.
+        Tensor t = Tensor::of<int32_t>({rank});
+        all_reduce(t);
+        EXPECT_EQ(t.to_vector<int32_t>(), std::vector<int32_t>{rank});
+      },
+      options);
+}
+
 // The report of a rank stuck in an object collective names the call site in the program.
 TEST(ObjectsManyRanks, ReportsNameTheCallerAndTheOp) {
   sim::Report report = simulate(2, [] {

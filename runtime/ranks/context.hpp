@@ -85,6 +85,10 @@ class Context {
     int64_t seq = -1;
     std::source_location where;
   } rejected_op;
+  // Object collectives (and the small exchanges of sync_random_seed and all_reduce_dict's key
+  // check) in progress on this rank: the program's own metadata, so the simulator moves their
+  // bytes even in a shapes-only run, where nothing downstream would make sense without them.
+  int carrying_objects = 0;
 
   // Resets to the non-distributed state.
   void reset();
@@ -92,6 +96,20 @@ class Context {
 
 // The calling rank's context.
 Context& current();
+
+namespace detail {
+// Marks the calling rank's ops as carrying objects for its lifetime (see carrying_objects).
+class CarryingObjects {
+ public:
+  CarryingObjects() : context_(current()) { ++context_.carrying_objects; }
+  ~CarryingObjects() { --context_.carrying_objects; }
+  CarryingObjects(const CarryingObjects&) = delete;
+  CarryingObjects& operator=(const CarryingObjects&) = delete;
+
+ private:
+  Context& context_;
+};
+}  // namespace detail
 
 namespace detail {
 // The simulator points this thread's slot at the variable its scheduler updates on every fiber

@@ -9,6 +9,7 @@
 
 #include "ranks/capabilities.hpp"
 #include "ranks/detail/convert.hpp"
+#include "ranks/context.hpp"
 #include "ranks/objects.hpp"
 
 namespace ranks {
@@ -39,6 +40,7 @@ int64_t fingerprint(std::string_view text) {
 // Every rank learns whether the layouts agree; when they do not, every rank raises the same
 // Mismatch listing each layout with the ranks that hold it.
 void check_same_layout(const std::string& layout, const Group& group, where_t where) {
+  detail::CarryingObjects carrying;
   std::vector<Tensor> prints =
       all_gather(Tensor::of<int64_t>({fingerprint(layout)}, comm_device()), group, where);
   bool same = true;

@@ -131,6 +131,7 @@ std::string describe_rank(int group_rank, const Group& group) {
 }
 
 Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, where_t where) {
+  ranks::detail::CarryingObjects carrying;
   // Every member reads and updates the same hint from the same lengths, so they agree on the size
   // of the heads and on whether a second collective follows.
   uint64_t& carries = impl_of(group).object_head_payload;
@@ -144,6 +145,7 @@ Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, wher
 
 std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::string_view op,
                                   where_t where) {
+  ranks::detail::CarryingObjects carrying;
   // Checked before anything is sent: small payloads travel in an all_gather, which has no root
   // to check, and a dst outside the group would leave every rank with nullopt.
   ranks::detail::check_root({OpKind::Gather, &impl_of(group), where, op}, dst, "dst");
@@ -160,6 +162,7 @@ std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::
 
 void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_view op,
                      where_t where) {
+  ranks::detail::CarryingObjects carrying;
   const Device device = comm_device();
   const bool is_src = get_rank(group) == src;
   Bytes head_buffer = head_of(is_src ? payload : Bytes{}, eager_bytes);
@@ -187,6 +190,7 @@ void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_vi
 void stream_to_root(Bytes mine, int dst, const Group& group, std::string_view op,
                     const std::function<void(int, std::span<const uint8_t>)>& consume,
                     where_t where) {
+  ranks::detail::CarryingObjects carrying;
   const std::vector<uint64_t> lengths = all_gather_heads(mine, group, op, where).second;
   const Device device = comm_device();
   if (get_rank(group) != dst) {

@@ -79,6 +79,7 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int
       group(g),
       info(describe_block(op_request, g)),
       op(op_request.kind),
+      moves_data(e.options().move_data || o.context.carrying_objects > 0),
       group_rank(rank_in_group),
       peer(is_point_to_point(op_request.kind) ? op_request.root : -1),
       tag(op_request.tag),
@@ -137,11 +138,11 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   requests.clear();
   for (const Arrival& arrival : pending.arrivals) requests.push_back(&arrival.work->request);
   const OpRequest& first = *requests.front();
+  const bool moves = pending.arrivals[static_cast<size_t>(pending.first)].work->moves_data;
   std::exception_ptr error;
   try {
-    if (engine_.options().move_data || first.kind == OpKind::AllToAll) {
-      execute_collective(first.kind, first.reduce_op, first.root, requests,
-                         engine_.options().move_data);
+    if (moves || first.kind == OpKind::AllToAll) {
+      execute_collective(first.kind, first.reduce_op, first.root, requests, moves);
     }
   } catch (const Mismatch& e) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
@@ -248,7 +249,7 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
         name(), global_rank(send.group_rank), in.str(), send.request.tag,
         where_str(send.request.where), global_rank(recv.group_rank), out.str(),
         where_str(recv.request.where))));
-  } else if (engine_.options().move_data && in.nbytes() > 0) {
+  } else if (send.moves_data && in.nbytes() > 0) {
     out.copy_(in);
   }
   recv.source_rank = send.group_rank;

@@ -30,6 +30,7 @@ class SimWork final : public ranks::detail::WorkState {
   SimGroup& group;
   BlockInfo info;
   OpKind op;
+  bool moves_data;  // the run moves data, or this op carries objects (Context::carrying_objects)
   int group_rank;
   int peer;  // point-to-point: the other side's group rank (or any_source); else -1
   int tag;
