@@ -71,6 +71,7 @@ void publish(const sim::Report& report) {
 int run_simulated(const std::function<void()>& body) {
   sim::Report report;
   sim::Options options = sim_options_from_env();
+  sim::detail::install_crash_report(env("RANKS_SIM_REPORT"));
   options.on_exit = [](const sim::Report& at_exit) {
     try {
       publish(at_exit);

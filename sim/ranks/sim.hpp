@@ -66,4 +66,11 @@ struct Report {
 
 Report run(const Options&, const std::function<void()>& body);
 
+namespace detail {
+// For ranks::main: a rank that dies on a signal (abort(), a segfault) ends the process every
+// simulated rank shares; the handler this installs still writes the crash report naming that
+// rank (to report_path when it is not empty, and to stdout), then lets the signal kill.
+void install_crash_report(const char* report_path);
+}  // namespace detail
+
 }  // namespace ranks::sim

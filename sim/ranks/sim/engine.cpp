@@ -45,6 +45,8 @@ void arm_exit_guard() {
 
 }  // namespace
 
+Engine* running_engine_for_crash() { return running_engine; }
+
 std::string format_duration(Nanos d) {
   auto ns = d.count();
   if (ns % 60'000'000'000 == 0 && ns != 0) return fmt::format("{} min", ns / 60'000'000'000);

@@ -30,6 +30,10 @@ using Nanos = std::chrono::nanoseconds;
 inline constexpr Nanos never = Nanos::max();
 
 class SimWork;
+class Engine;
+
+// The run going on on this thread, for a fatal-signal handler (crash_report.cpp); null when none.
+Engine* running_engine_for_crash();
 
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
 enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
