@@ -1,6 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "ranks/detail/reduce.hpp"
 #include "ranks/errors.hpp"
@@ -39,6 +41,48 @@ void check_all_to_all(const std::vector<const OpRequest*>& requests) {
       }
     }
   }
+}
+
+// Whether an output shares memory with an input, anywhere in the collective: a program may pass
+// one list as both (an all_to_all in place, a scatter into one of its own inputs), and real
+// backends then deliver what was sent, so inputs must not be read after outputs are written.
+bool outputs_overlap_inputs(const std::vector<const OpRequest*>& requests) {
+  struct Span {
+    const char* begin;
+    const char* end;
+    bool output;
+  };
+  std::vector<Span> spans;
+  for (const OpRequest* r : requests) {
+    for (const auto* list : {&r->inputs, &r->outputs}) {
+      for (const Tensor& t : *list) {
+        if (t.nbytes() == 0) continue;
+        const char* begin = static_cast<const char*>(t.data_ptr());
+        spans.push_back({begin, begin + t.nbytes(), list == &r->outputs});
+      }
+    }
+  }
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  const char* inputs_end = nullptr;  // the furthest end of the inputs and outputs seen so far
+  const char* outputs_end = nullptr;
+  for (const Span& s : spans) {
+    const char* other_end = s.output ? inputs_end : outputs_end;
+    if (other_end != nullptr && s.begin < other_end) return true;
+    const char*& own_end = s.output ? outputs_end : inputs_end;
+    if (own_end == nullptr || s.end > own_end) own_end = s.end;
+  }
+  return false;
+}
+
+// The inputs of the requests, copied when outputs overlap them (see outputs_overlap_inputs).
+std::vector<std::vector<Tensor>> inputs_to_read(const std::vector<const OpRequest*>& requests) {
+  const bool staged = outputs_overlap_inputs(requests);
+  std::vector<std::vector<Tensor>> inputs(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) {
+    for (const Tensor& t : requests[r]->inputs) inputs[r].push_back(staged ? t.clone() : t);
+  }
+  return inputs;
 }
 
 }  // namespace
@@ -84,9 +128,11 @@ void execute_collective(OpKind op, ReduceOp reduce_op, int root,
     case OpKind::Gather:
       for (size_t j = 0; j < n; ++j) copy(out(rooted, j), requests[j]->inputs[0]);
       return;
-    case OpKind::Scatter:
-      for (size_t r = 0; r < n; ++r) copy(out(r, 0), requests[rooted]->inputs[r]);
+    case OpKind::Scatter: {
+      const auto inputs = inputs_to_read(requests);
+      for (size_t r = 0; r < n; ++r) copy(out(r, 0), inputs[rooted][r]);
       return;
+    }
     case OpKind::ReduceScatter:
       for (size_t j = 0; j < n; ++j) {
         Tensor acc =
@@ -94,11 +140,13 @@ void execute_collective(OpKind op, ReduceOp reduce_op, int root,
         copy(out(j, 0), acc);
       }
       return;
-    case OpKind::AllToAll:
+    case OpKind::AllToAll: {
+      const auto inputs = inputs_to_read(requests);
       for (size_t i = 0; i < n; ++i) {
-        for (size_t j = 0; j < n; ++j) copy(out(j, i), requests[i]->inputs[j]);
+        for (size_t j = 0; j < n; ++j) copy(out(j, i), inputs[i][j]);
       }
       return;
+    }
   }
 }
 
