@@ -148,6 +148,29 @@ TEST_P(Objects, SubGroups) {
   });
 }
 
+// A rank outside the group gets the error the tensor collectives give, not a one-rank answer.
+TEST_P(Objects, ARankOutsideTheGroupIsRefused) {
+  run_on(GetParam(), 3, [] {
+    Group pair = new_group({1, 2});
+    if (pair.is_member()) return;
+    auto refused = [](const std::function<void()>& call) {
+      try {
+        call();
+        ADD_FAILURE() << "an object helper on a group this rank is not in returned";
+      } catch (const InvalidArgument& e) {
+        EXPECT_TRUE(Contains(e.what(), "is not a member of group")) << e.what();
+      }
+    };
+    refused([&] { (void)all_gather_object(1, pair); });
+    refused([&] { (void)gather_object(1, 0, pair); });
+    std::vector<int> list = {0};
+    refused([&] { broadcast_object_list(list, 0, pair); });
+    std::map<std::string, Tensor> dict = {{"a", Tensor::of<float>({1.0f})}};
+    refused([&] { all_reduce_dict(dict, "sum", pair); });
+    refused([&] { (void)sync_random_seed(pair); });
+  });
+}
+
 TEST_P(Objects, DifferentTypesOnTheRanksAreAClearError) {
   run_on(GetParam(), 2, [] {
     // Rank 1 sends an int64 where rank 0 expects the same type it sent: both decode each

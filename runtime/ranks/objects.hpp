@@ -31,7 +31,7 @@ int64_t sync_random_seed(const Group& = {}, where_t where = where_t::current());
 template <class T>
 void broadcast_object_list(std::vector<T>& data, int src = 0, const Group& group = {},
                            where_t where = where_t::current()) {
-  if (get_world_size(group) <= 1) return;
+  if (object::alone_in(group, "broadcast_object_list", where)) return;
   const bool is_src = get_rank(group) == src;
   object::Bytes payload = is_src ? object::encode(data) : object::Bytes{};
   object::broadcast_bytes(payload, src, group, "broadcast_object_list", where);
@@ -46,7 +46,7 @@ void broadcast_object_list(std::vector<T>& data, int src = 0, const Group& group
 template <class T>
 std::vector<T> all_gather_object(const T& data, const Group& group = {},
                                  where_t where = where_t::current()) {
-  if (get_world_size(group) <= 1) return {data};
+  if (object::alone_in(group, "all_gather_object", where)) return {data};
   object::Parts parts =
       object::all_gather_bytes(object::encode(data), group, "all_gather_object", where);
   return object::decode_parts<T>(parts, data, get_rank(group), group);
@@ -57,7 +57,7 @@ std::vector<T> all_gather_object(const T& data, const Group& group = {},
 template <class T>
 std::optional<std::vector<T>> gather_object(const T& data, int dst = 0, const Group& group = {},
                                             where_t where = where_t::current()) {
-  if (get_world_size(group) <= 1) return std::vector<T>{data};
+  if (object::alone_in(group, "gather_object", where)) return std::vector<T>{data};
   std::optional<object::Parts> parts =
       object::gather_bytes(object::encode(data), dst, group, "gather_object", where);
   if (!parts) return std::nullopt;

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "ranks/capabilities.hpp"
-#include "ranks/detail/convert.hpp"
 #include "ranks/context.hpp"
+#include "ranks/detail/convert.hpp"
 #include "ranks/objects.hpp"
 
 namespace ranks {
@@ -72,7 +72,7 @@ void check_same_layout(const std::string& layout, const Group& group, where_t wh
 
 void all_reduce_dict(std::map<std::string, Tensor>& data, ReduceOp op, const Group& group,
                      where_t where) {
-  if (get_world_size(group) <= 1) return;
+  if (object::alone_in(group, "all_reduce_dict", where)) return;
   std::optional<Device> device;
   DType promoted = DType::Bool;
   int64_t total = 0;

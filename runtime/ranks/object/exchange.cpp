@@ -1,6 +1,7 @@
 #include "ranks/object/exchange.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -123,6 +124,16 @@ Parts::Parts(Slots slots, std::vector<uint64_t> lengths, size_t offset)
 
 std::span<const uint8_t> Parts::operator[](size_t rank) const {
   return {static_cast<const uint8_t*>(slots_.tensors[rank].data_ptr()) + offset_, lengths_[rank]};
+}
+
+bool alone_in(const Group& group, std::string_view op, where_t where) {
+  if (!group.is_member()) {
+    throw InvalidArgument(fmt::format(
+        "{} at {}: this rank (global rank {}) is not a member of group '{}' (members {})", op,
+        ranks::detail::where_str(where), get_rank(), group.name(),
+        fmt::join(group.global_ranks(), ", ")));
+  }
+  return get_world_size(group) <= 1;
 }
 
 std::string describe_rank(int group_rank, const Group& group) {

@@ -53,6 +53,11 @@ class Parts {
 template <class T>
 std::vector<T> decode_parts(const Parts& parts, const T& own, int self, const Group& group);
 
+// Whether the call has nobody to exchange with (not distributed, or a group of one), so the helper
+// returns its one-rank answer. A rank outside the group gets InvalidArgument, as the tensor
+// collectives give it: a silent one-rank answer there is a wrong answer.
+bool alone_in(const Group& group, std::string_view op, where_t where);
+
 // `op` names the object collective in messages ("all_gather_object").
 Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, where_t where);
 // On dst (a group rank): every member's payload; elsewhere nullopt.
