@@ -9,10 +9,23 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
+# The README's ten-line example, extracted as written: it must build and run simulated (under
+# the default nccl rules and gloo's) and alone, as the README says.
+mkdir -p "$scratch/build"
+awk '/^## The API in ten lines/ {section = 1} section && /^```cpp/ {code = 1; next}
+     code && /^```/ {exit} code {print}' "$source_dir/../../README.md" \
+  >"$scratch/build/readme_example.cpp"
+grep -q "ranks::main" "$scratch/build/readme_example.cpp" || {
+  echo "no ten-line example found in README.md" >&2
+  exit 1
+}
 cmake -S "$source_dir" -B "$scratch/build" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/build" >/dev/null
 "$scratch/build/consumer"
 "$scratch/prefix/bin/ranks" sim -n 3 -- "$scratch/build/consumer" --main
+"$scratch/prefix/bin/ranks" sim -n 4 -- "$scratch/build/readme_example" >/dev/null
+"$scratch/prefix/bin/ranks" sim -n 4 --backend gloo -- "$scratch/build/readme_example" >/dev/null
+"$scratch/build/readme_example"
 
 # A real backend is a library of its own beside libranks.so, loaded when asked for: the installed
 # one runs the program, and without it the error names the backend and the missing library.
