@@ -264,5 +264,21 @@ TEST(CostModel, PresetsPredictTheirSourcesFigures) {
   EXPECT_NEAR(bytes / t / 1e9, 50, 0.1);
 }
 
+// NCCL gathers and reduce-scatters around a ring, n - 1 steps of (alpha + S / (n beta)), even
+// where recursive doubling's lg n steps would be cheaper; the MPI-like presets may choose.
+TEST(CostModel, TheNcclPresetGathersAroundARing) {
+  auto h100 = sim::cost_model_preset("h100-nvlink-ib");
+  const int n = 64;
+  const double bytes = 1024, alpha = 3e-6, beta = 370e9;
+  const double ring = (n - 1) * (alpha + bytes / n / beta);
+  for (const char* family : {"all_gather", "reduce_scatter"}) {
+    EXPECT_NEAR(sim::predict(h100, family, n, bytes, LinkClass::Intra).seconds, ring, 1e-12)
+        << family;
+  }
+  auto pcie = sim::cost_model_preset("pcie-gen5-ib");
+  EXPECT_LT(sim::predict(pcie, "all_gather", n, bytes, LinkClass::Intra).seconds,
+            (n - 1) * pcie.intra.alpha_s);
+}
+
 }  // namespace
 }  // namespace ranks::testing

@@ -74,6 +74,10 @@ CostModel cost_model_preset(std::string_view name) {
       model.ops[std::string(family)].inter = {
           Segment{unlimited, Algorithm::Auto, 0, ndr_ib.alpha_s, h100_nvlink.beta_Bps}};
     }
+    // NCCL gathers and reduce-scatters around rings (its tree is for all_reduce): left to pick,
+    // the model would take recursive doubling, lg n steps where NCCL takes n - 1.
+    model.ops["all_gather"].algorithm = Algorithm::Ring;
+    model.ops["reduce_scatter"].algorithm = Algorithm::Ring;
     return model;
   }
   if (name == "pcie-gen5-ib") {
