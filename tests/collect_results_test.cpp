@@ -204,5 +204,24 @@ TEST(CollectResultsManyRanks, SevenAndSixtyFourRanks) {
   }
 }
 
+// Without a tmpdir the parts go under ./.dist_test, which is gone afterwards when the call left
+// it empty (MMEngine leaves it behind). Run in a scratch working directory of its own.
+TEST(CollectResults, TheDefaultTmpdirIsRemovedWhenLeftEmpty) {
+  char name[] = "/tmp/ranks-collect-cwd-XXXXXX";
+  const fs::path scratch = mkdtemp(name);
+  const fs::path before = fs::current_path();
+  fs::current_path(scratch);
+  run_ranks(3, [] {
+    const int rank = get_rank();
+    auto got = collect_results(std::vector<int>{rank}, 3, "cpu");
+    if (rank == 0) {
+      EXPECT_EQ(got, (std::vector<int>{0, 1, 2}));
+    }
+  });
+  EXPECT_FALSE(fs::exists(scratch / ".dist_test"));
+  fs::current_path(before);
+  fs::remove_all(scratch);
+}
+
 }  // namespace
 }  // namespace ranks::testing

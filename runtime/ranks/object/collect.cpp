@@ -124,10 +124,10 @@ Bytes read_part(const fs::path& dir, int rank) {
   return bytes;
 }
 
-// Rank 0's cleanup, however collect_results leaves: the call's own directory, then tmpdir too
-// when nothing else is in it. MMEngine deletes tmpdir whatever it holds (its test checks that
-// tmpdir is gone); removing it only when empty gives the same result for a tmpdir made for the
-// call and never deletes files that are not the call's.
+// Rank 0's cleanup, however collect_results leaves: the call's own directory, then tmpdir (or the
+// default ./.dist_test) too when nothing else is in it. MMEngine deletes tmpdir whatever it holds
+// (its test checks that tmpdir is gone); removing it only when empty gives the same result for a
+// tmpdir made for the call and never deletes files that are not the call's.
 struct RemoveOnExit {
   fs::path dir;
   std::optional<fs::path> tmpdir;
@@ -168,7 +168,8 @@ void collect_through_directory(Bytes mine, const std::optional<fs::path>& tmpdir
   if (!a.error.empty()) {
     throw Error(fmt::format("collect_results at {}: {}", where_text(where), a.error));
   }
-  RemoveOnExit cleanup{rank == 0 ? fs::path(a.dir) : fs::path(), tmpdir};
+  RemoveOnExit cleanup{rank == 0 ? fs::path(a.dir) : fs::path(),
+                       tmpdir.value_or(fs::path(".dist_test"))};
 
   const std::string mine_status = write_part(a, mine, rank);
   mine = Bytes{};  // the part is on disk now; rank 0 reads it back with the others
