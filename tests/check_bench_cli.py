@@ -94,6 +94,12 @@ def main(ranks, work):
         done = subprocess.run([ranks, "bench", "--sim", "-n", "2", "--", *args, "-e", "8"],
                               capture_output=True, text=True)
         assert done.returncode != 0 and said in done.stdout + done.stderr, (args, done)
+    # A size below one element per rank gets a line that says so, not silence.
+    done = subprocess.run([ranks, "bench", "--sim", "-n", "4", "--", "-o", "all_gather", "-b", "8",
+                           "-e", "32", "-n", "1", "-w", "0"], capture_output=True, text=True)
+    assert done.returncode == 0, done
+    assert "# 8 bytes: less than one float32 per rank on 4 ranks; no row" in done.stdout, done.stdout
+    assert any(l.split() and l.split()[0] == "16" for l in done.stdout.splitlines()), done.stdout
     print("check_bench_cli: ok")
 
 

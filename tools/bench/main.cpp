@@ -165,8 +165,14 @@ int64_t run(const Args& args) {
     for (size_t bytes : sizes) {
       ++step;
       Measurement m = measure(*op, config, bytes);
-      if (m.shape.piece_count == 0) continue;  // smaller than one element per rank
-      if (m.wrong > 0) wrong += m.wrong;       // every rank has the sum (measure all-reduces it)
+      if (m.shape.piece_count == 0) {  // smaller than one element per rank: nothing to time
+        if (leader) {
+          fmt::print("# {} bytes: less than one {} per rank on {} ranks; no row\n", bytes,
+                     ranks::dtype_name(config.dtype), info.world_size);
+        }
+        continue;
+      }
+      if (m.wrong > 0) wrong += m.wrong;  // every rank has the sum (measure all-reduces it)
       if (!leader) continue;
       busbw_sum += row_busbw(*op, m, info.world_size);
       ++rows;
