@@ -120,5 +120,20 @@ TEST(CommDevice, UnderNcclEachRankUsesItsOwnGpu) {
   EXPECT_EQ(simulate(2, everyone_on_gpu_0, options_for("gloo")).outcome, sim::Outcome::Ok);
 }
 
+// Each rank's tensors are its own: under gloo one rank may reduce a cpu tensor with the others'
+// cuda ones, simulated and for real (gloo stages cuda through the host).
+TEST(CommDevice, UnderGlooRanksMayMixCpuAndCudaTensors) {
+  const auto body = [] {
+    const int rank = get_rank();
+    const Device dev = rank == 0 ? Device::cpu() : Device::cuda(get_local_rank());
+    Tensor t = Tensor::of<float>({static_cast<float>(rank + 1)}, dev);
+    all_reduce(t);
+    EXPECT_EQ(t.to_vector<float>(), std::vector<float>{6.0f});
+    EXPECT_EQ(t.device(), dev);
+  };
+  run_ranks(3, body, options_for("gloo"));
+  if (backend_built("gloo")) run_processes("gloo", 3, body);
+}
+
 }  // namespace
 }  // namespace ranks::testing

@@ -38,8 +38,7 @@ bool agree(const OpRequest& a, const OpRequest& b) {
   const Tensor* ta = a.described_tensor();
   const Tensor* tb = b.described_tensor();
   if (ta == nullptr || tb == nullptr) return ta == tb;
-  return ta->dtype() == tb->dtype() && ta->device().type == tb->device().type &&
-         (a.kind == OpKind::AllToAll || ta->numel() == tb->numel());
+  return ta->dtype() == tb->dtype() && (a.kind == OpKind::AllToAll || ta->numel() == tb->numel());
 }
 
 // The fields on which two ranks' calls of the same collective disagree (built only once the
