@@ -291,9 +291,25 @@ void scatter(const Op& op) {
   visit_word(out.dtype(), [&](auto word) {
     using W = decltype(word);
     auto options = op.options<::gloo::ScatterOptions>();
+    // gloo sends each piece from where it is, and meanwhile copies the root's own piece into
+    // the output: a piece that shares the output's memory (a root scattering into one of its
+    // inputs) is sent from a copy, or its receiver could get the root's piece instead.
+    std::vector<Tensor> copies;
     if (op.is_root()) {
-      std::vector<W*> pieces;  // gloo sends each piece from where it is: no staging
-      for (Tensor& in : op.request.inputs) pieces.push_back(words<W>(in));
+      std::vector<W*> pieces;
+      const auto* out_begin = static_cast<const char*>(out.data_ptr());
+      const auto root = static_cast<size_t>(op.request.root);
+      for (size_t j = 0; j < op.request.inputs.size(); ++j) {
+        Tensor& in = op.request.inputs[j];
+        const auto* begin = static_cast<const char*>(in.data_ptr());
+        const bool shared = begin < out_begin + out.nbytes() && out_begin < begin + in.nbytes();
+        if (shared && j != root) {  // the root's own piece is the one copied into the output
+          copies.push_back(in.clone());
+          pieces.push_back(words<W>(copies.back()));
+        } else {
+          pieces.push_back(words<W>(in));
+        }
+      }
       options->setInputs(pieces, count(out));
     }
     options->setOutput(words<W>(out), count(out));
