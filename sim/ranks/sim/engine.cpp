@@ -5,8 +5,6 @@
 #include <boost/context/detail/exception.hpp>
 #include <boost/fiber/algo/round_robin.hpp>
 #include <boost/fiber/all.hpp>
-#include <cstdio>
-#include <cstdlib>
 #include <numeric>
 
 #include "ranks/capabilities.hpp"
@@ -22,30 +20,7 @@ namespace {
 
 size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1024 : 64 * 1024; }
 
-// The run going on on this thread (per thread, not per rank), for the exit guard.
-thread_local Engine* running_engine = nullptr;
-
-// exit() first destroys the calling thread's thread_local objects, newest first. Boost.Fiber's
-// scheduler is one of them, and destroying it from a rank's fiber waits for every other fiber
-// to end: ranks blocked on each other never do, and the process spins forever. This guard is
-// made after Boost's, so its destructor runs first and ends the process with a report instead.
-struct ExitGuard {
-  ~ExitGuard() {
-    Engine* engine = std::exchange(running_engine, nullptr);
-    if (engine != nullptr && engine->running() != nullptr) {
-      engine->on_exit_from_rank(*engine->running());
-    }
-  }
-};
-
-void arm_exit_guard() {
-  thread_local ExitGuard guard;
-  (void)guard;
-}
-
 }  // namespace
-
-Engine* running_engine_for_crash() { return running_engine; }
 
 std::string format_duration(Nanos d) {
   auto ns = d.count();
@@ -147,8 +122,7 @@ Report Engine::run(const std::function<void()>& body) {
   auto previous_slot = ranks::detail::set_context_slot(&running_context_);
   boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed, world_size);
   main_fiber_ = boost::fibers::context::active();
-  arm_exit_guard();  // after Boost's scheduler exists: see ExitGuard
-  running_engine = this;
+  arm_exit_guard(this);  // after Boost's scheduler exists: see ending.cpp
   {
     std::vector<boost::fibers::fiber> fibers;
     fibers.reserve(static_cast<size_t>(world_size));
@@ -181,37 +155,13 @@ Report Engine::run(const std::function<void()>& body) {
   // dispatcher next runs. Make it run now, while the stacks are still mapped.
   boost::this_fiber::sleep_for(std::chrono::nanoseconds(0));
   boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
-  running_engine = nullptr;
+  arm_exit_guard(nullptr);
   ranks::detail::set_context_slot(previous_slot);
   running_context_ = nullptr;
   running_ = nullptr;
   main_fiber_ = nullptr;
 
-  // Ops a rank started and nobody finished (an isend never received, an async collective the
-  // others never called) end with an error now, and the report names them.
-  unfinished_ = registry.close_all();
-  for (; !events_.empty(); events_.pop()) {
-    if (!events_.top().works) continue;
-    for (auto& work : *events_.top().works) {
-      if (!work->done) unfinished_.push_back(end_unfinished(*work));
-    }
-  }
-
-  // A fault that never struck means the run did not test what it was asked to.
-  for (const Fault& fault : faults_) {
-    const SimRank& target = rank(fault.rank);
-    if (fault.kind == Fault::Kind::CrashAtTime
-            ? fault.at > now_ && target.state != RankState::Crashed
-            : target.ops_entered < fault.op) {
-      unstruck_.push_back(fault.kind == Fault::Kind::CrashAtTime
-                              ? fmt::format("fault '{}' never struck: the run ended at {}",
-                                            fault.spec, format_duration(now_))
-                              : fmt::format("fault '{}' never struck: rank {} entered {} op{}",
-                                            fault.spec, fault.rank, target.ops_entered,
-                                            target.ops_entered == 1 ? "" : "s"));
-    }
-  }
-
+  close_run(registry);
   Report report = make_report();
   for (auto& rank : ranks_) rank->context.reset();  // drops the communicators before the groups
   if (trace_) trace_->write(*options_.trace, world_size);
@@ -233,30 +183,6 @@ void Engine::record_body_failure(SimRank& rank, std::string message) {
       message += fmt::format(" (thrown by the body {})", after_last_op(rank));
   }
   record_failure(rank, "error", std::move(message));
-}
-
-void Engine::on_exit_from_rank(SimRank& rank) {
-  const std::string after = after_last_op(rank);
-  rank.failed_between_ops = true;
-  rank.state = RankState::Crashed;
-  rank.error_kind = "crash";
-  rank.error = fmt::format(
-      "rank {} called exit() {}, at virtual time {}; every simulated rank lives in one process, "
-      "so the run ends here (return from the body, or throw, to end one rank)",
-      rank.rank, after, format_duration(now_));
-  if (!first_failure_) first_failure_ = Failure{now_, rank.rank, "crash", rank.error};
-  if (trace_) {
-    trace_->instant(rank.rank, "exit", now_, rank.error);
-    trace_->write(*options_.trace, options_.world_size);
-  }
-  Report report = make_report();
-  if (options_.on_exit) {
-    options_.on_exit(report);
-  } else {
-    std::fputs(report.to_text().c_str(), stderr);
-  }
-  std::fflush(nullptr);
-  std::_Exit(1);
 }
 
 void Engine::record_failure(SimRank& rank, std::string kind, std::string message) {

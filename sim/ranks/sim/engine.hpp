@@ -32,8 +32,11 @@ inline constexpr Nanos never = Nanos::max();
 class SimWork;
 class Engine;
 
-// The run going on on this thread, for a fatal-signal handler (crash_report.cpp); null when none.
+// The run going on on this thread (null: none), for a rank's exit() and a fatal-signal handler
+// (ending.cpp, crash_report.cpp). Arming also makes the guard that turns exit() into a report.
+void arm_exit_guard(Engine* running);
 Engine* running_engine_for_crash();
+class GroupRegistry;
 
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
 enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
@@ -128,6 +131,8 @@ class Engine final : public Clock {
 
   // Called by the scheduler when no fiber is ready.
   void on_idle();
+  // The run is over: closes its groups and notes what it left unfinished (ending.cpp).
+  void close_run(GroupRegistry& registry);
   // A rank called exit() (the process is ending under the run): report, then _exit(1).
   [[noreturn]] void on_exit_from_rank(SimRank& rank);
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
