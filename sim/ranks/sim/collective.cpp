@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -47,9 +48,9 @@ void check_all_to_all(const std::vector<const OpRequest*>& requests) {
 // one list as both (an all_to_all in place, a scatter into one of its own inputs), and real
 // backends then deliver what was sent, so inputs must not be read after outputs are written.
 bool outputs_overlap_inputs(const std::vector<const OpRequest*>& requests) {
-  struct Span {
-    const char* begin;
-    const char* end;
+  struct Span {  // as integers: comparing pointers into different objects is unspecified
+    uintptr_t begin;
+    uintptr_t end;
     bool output;
   };
   std::vector<Span> spans;
@@ -57,20 +58,19 @@ bool outputs_overlap_inputs(const std::vector<const OpRequest*>& requests) {
     for (const auto* list : {&r->inputs, &r->outputs}) {
       for (const Tensor& t : *list) {
         if (t.nbytes() == 0) continue;
-        const char* begin = static_cast<const char*>(t.data_ptr());
+        const auto begin = reinterpret_cast<uintptr_t>(t.data_ptr());
         spans.push_back({begin, begin + t.nbytes(), list == &r->outputs});
       }
     }
   }
   std::sort(spans.begin(), spans.end(),
             [](const Span& a, const Span& b) { return a.begin < b.begin; });
-  const char* inputs_end = nullptr;  // the furthest end of the inputs and outputs seen so far
-  const char* outputs_end = nullptr;
+  uintptr_t inputs_end = 0;  // the furthest end of the inputs and outputs seen so far
+  uintptr_t outputs_end = 0;
   for (const Span& s : spans) {
-    const char* other_end = s.output ? inputs_end : outputs_end;
-    if (other_end != nullptr && s.begin < other_end) return true;
-    const char*& own_end = s.output ? outputs_end : inputs_end;
-    if (own_end == nullptr || s.end > own_end) own_end = s.end;
+    if (s.begin < (s.output ? inputs_end : outputs_end)) return true;
+    uintptr_t& own_end = s.output ? outputs_end : inputs_end;
+    own_end = std::max(own_end, s.end);
   }
   return false;
 }

@@ -297,13 +297,10 @@ void scatter(const Op& op) {
     std::vector<Tensor> copies;
     if (op.is_root()) {
       std::vector<W*> pieces;
-      const auto* out_begin = static_cast<const char*>(out.data_ptr());
       const auto root = static_cast<size_t>(op.request.root);
       for (size_t j = 0; j < op.request.inputs.size(); ++j) {
         Tensor& in = op.request.inputs[j];
-        const auto* begin = static_cast<const char*>(in.data_ptr());
-        const bool shared = begin < out_begin + out.nbytes() && out_begin < begin + in.nbytes();
-        if (shared && j != root) {  // the root's own piece is the one copied into the output
+        if (j != root && overlap(out, in)) {  // the root's own piece is copied into the output
           copies.push_back(in.clone());
           pieces.push_back(words<W>(copies.back()));
         } else {
