@@ -46,6 +46,19 @@ TEST_P(RingOfReceives, ForwardRingIsListedInOrder) {
     EXPECT_TRUE(Contains(report.message, "wait-for cycle: " + arrows + "0."));
     EXPECT_TRUE(Contains(report.to_text(), "wait-for cycle: " + arrows + "0"));
   }
+  if (n == 1000) {
+    // A long cycle shows its ends and a count, so the message stays a paragraph.
+    const std::string shown =
+        "wait-for cycle: 0 → 1 → 2 → 3 → 4 → 5 → 6 → 7 → … (990 more) → 998 → 999 → 0";
+    EXPECT_TRUE(Contains(report.message, shown + ".")) << report.message.substr(0, 400);
+    EXPECT_TRUE(Contains(report.to_text(), shown + "\n"));
+    EXPECT_LT(report.message.size(), 3000u);
+    // One line per rank for the first 48, then a count.
+    EXPECT_TRUE(Contains(report.to_text(), "  rank 47      blocked in recv from rank 48 "));
+    EXPECT_FALSE(Contains(report.to_text(), "  rank 48 "));
+    EXPECT_TRUE(Contains(report.to_text(), "  ... 952 more lines for 952 ranks not shown"));
+    EXPECT_LT(report.to_text().size(), 12000u);
+  }
   auto json = nlohmann::json::parse(report.to_json());
   EXPECT_EQ(json["cycle"].get<std::vector<int>>(), want);
 }

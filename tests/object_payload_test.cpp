@@ -81,12 +81,21 @@ TEST(ObjectPayload, ContainersAtUnalignedOffsets) {
 // A map's entries are (key, value) in a row, as a vector of pairs writes them: entries out of
 // order still make the right map, and a repeated key (a corrupt payload) keeps its first value,
 // as cereal's own load does, with the rest read normally.
+// A payload of one type with the header of another (what a corrupt or hostile sender can
+// write): the body is then read as T's and must be checked as such.
+template <class T>
+Bytes retagged_as(Bytes bytes) {
+  const uint64_t tag = object::type_tag<T>();
+  std::memcpy(bytes.data() + 16, &tag, 8);
+  return bytes;
+}
+
 TEST(ObjectPayload, MapEntriesOutOfOrderOrRepeated) {
   using Entries = std::vector<std::pair<std::string, int>>;
   using Map = std::map<std::string, int>;
-  EXPECT_EQ(decode<Map>(encode(Entries{{"b", 1}, {"a", 2}, {"c", 3}}), "test"),
+  EXPECT_EQ(decode<Map>(retagged_as<Map>(encode(Entries{{"b", 1}, {"a", 2}, {"c", 3}})), "test"),
             (Map{{"a", 2}, {"b", 1}, {"c", 3}}));
-  EXPECT_EQ(decode<Map>(encode(Entries{{"a", 1}, {"a", 2}, {"b", 3}}), "test"),
+  EXPECT_EQ(decode<Map>(retagged_as<Map>(encode(Entries{{"a", 1}, {"a", 2}, {"b", 3}})), "test"),
             (Map{{"a", 1}, {"b", 3}}));
 }
 
@@ -105,22 +114,43 @@ TEST(ObjectPayload, AnObjectThatGrowsWhileEncodedIsWrittenWhole) {
   GrowsEachTime value;
   const Bytes bytes = encode(value);
   EXPECT_EQ(value.calls, 2);
-  EXPECT_EQ(decode<std::vector<int>>(bytes, "test"), std::vector<int>(2000, 2));
+  EXPECT_EQ(decode<std::vector<int>>(retagged_as<std::vector<int>>(bytes), "test"),
+            std::vector<int>(2000, 2));
 }
 
-TEST(ObjectPayload, HeaderIsMagicVersionAndLength) {
+TEST(ObjectPayload, HeaderIsMagicVersionLengthAndType) {
   Bytes bytes = encode(int32_t{7});
-  ASSERT_EQ(bytes.size(), 16u + 4u);
+  ASSERT_EQ(bytes.size(), 24u + 4u);
   EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 4), "rkob");
   uint16_t version = 0;
   uint64_t length = 0;
   std::memcpy(&version, bytes.data() + 4, 2);
   std::memcpy(&length, bytes.data() + 8, 8);
-  EXPECT_EQ(version, 1);
+  EXPECT_EQ(version, 2);
   EXPECT_EQ(length, 4u);
+  // FNV-1a (64-bit) of the type's name, computed here from its definition.
+  uint64_t expected_tag = 14695981039346656037ull;
+  for (char c : std::string("int")) {
+    expected_tag = (expected_tag ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  }
+  uint64_t tag = 0;
+  std::memcpy(&tag, bytes.data() + 16, 8);
+  EXPECT_EQ(tag, expected_tag);
   int32_t body = 0;
-  std::memcpy(&body, bytes.data() + 16, 4);
+  std::memcpy(&body, bytes.data() + 24, 4);
   EXPECT_EQ(body, 7);
+}
+
+TEST(ObjectPayload, TypeNamesAsWritten) {
+  EXPECT_EQ(object::type_name<int>(), "int");
+  EXPECT_EQ(object::type_name<std::vector<float>>(), "std::vector<float>");
+  // Compilers spell namespaces and spaces their own way; the bracket counting must hold.
+  const std::string map = std::string(object::type_name<std::map<int, Detection>>());
+  EXPECT_TRUE(map.starts_with("std::map<int, ") && map.ends_with("Detection>")) << map;
+  EXPECT_EQ((object::type_name<std::array<int, 3>>()), "std::array<int, 3>");
+  const std::string array = std::string(object::type_name<std::vector<int[3]>>());
+  EXPECT_TRUE(array.starts_with("std::vector<int") && array.ends_with("[3]>")) << array;
+  EXPECT_NE(object::type_tag<std::vector<float>>(), object::type_tag<std::vector<int>>());
 }
 
 // Runs decode<T> and returns the ranks::Error message ("" when it did not throw).
@@ -140,7 +170,7 @@ TEST(ObjectPayload, TruncatedPayloads) {
   const Bytes whole = encode(std::vector<std::string>{"alpha", "beta"});
   for (size_t cut = 0; cut < whole.size(); ++cut) {
     Bytes part(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(cut));
-    if (cut >= 16) set_length(part, cut - 16);  // a consistent header over a short body
+    if (cut >= 24) set_length(part, cut - 24);  // a consistent header over a short body
     const std::string message = decode_error<std::vector<std::string>>(part);
     EXPECT_TRUE(Contains(message, "corrupt object payload from rank 3")) << "cut " << cut;
   }
@@ -163,26 +193,29 @@ TEST(ObjectPayload, HugeLengthsAreRejectedBeforeAllocating) {
   // A vector claiming 2^60 elements: the length is checked against the bytes left first.
   Bytes bytes = encode(std::vector<double>{1.0});
   const uint64_t huge = uint64_t{1} << 60;
-  std::memcpy(bytes.data() + 16, &huge, 8);
+  std::memcpy(bytes.data() + 24, &huge, 8);
   EXPECT_TRUE(
       Contains(decode_error<std::vector<double>>(bytes), "a length of 1152921504606846976"));
   Bytes text = encode(std::string("abc"));
-  std::memcpy(text.data() + 16, &huge, 8);
+  std::memcpy(text.data() + 24, &huge, 8);
   EXPECT_TRUE(Contains(decode_error<std::string>(text), "bytes left"));
 }
 
 TEST(ObjectPayload, InvalidValuesAndWrongTypes) {
   Bytes flag = encode(true);
-  flag[16] = 2;
+  flag[24] = 2;
   EXPECT_TRUE(Contains(decode_error<bool>(flag), "a bool holds the byte 2"));
   Bytes choice = encode(std::variant<int, std::string>{5});
   const int32_t index = 7;
-  std::memcpy(choice.data() + 16, &index, 4);
+  std::memcpy(choice.data() + 24, &index, 4);
   EXPECT_TRUE(Contains(decode_error<std::variant<int, std::string>>(choice), "corrupt"));
-  // An int64 read back as an int32 leaves bytes over: another type, not silently garbage.
-  EXPECT_TRUE(
-      Contains(decode_error<int32_t>(encode(int64_t{1})), "do all ranks pass the same type"));
-  EXPECT_TRUE(Contains(decode_error<std::string>(encode(int32_t{1})), "corrupt"));
+  // Another type is a Mismatch named by the type, even where the bytes would read back.
+  EXPECT_TRUE(Contains(decode_error<int32_t>(encode(int64_t{1})),
+                       "the object from rank 3 is not of this rank's type int"));
+  EXPECT_THROW((void)decode<float>(encode(int32_t{1}), "rank 3"), Mismatch);
+  // A payload whose tag was rewritten to the reader's type still has its body checked.
+  EXPECT_TRUE(Contains(decode_error<int32_t>(retagged_as<int32_t>(encode(int64_t{1}))),
+                       "do all ranks pass the same type"));
 }
 
 TEST(ObjectPayload, SizeLimitFromTheEnvironment) {

@@ -173,19 +173,49 @@ TEST_P(Objects, ARankOutsideTheGroupIsRefused) {
 
 TEST_P(Objects, DifferentTypesOnTheRanksAreAClearError) {
   run_on(GetParam(), 2, [] {
-    // Rank 1 sends an int64 where rank 0 expects the same type it sent: both decode each
-    // other's object and fail naming the rank it came from.
-    try {
-      if (get_rank() == 0) {
-        (void)all_gather_object(std::string("abc"));
-      } else {
-        (void)all_gather_object(std::vector<int64_t>{1, 2, 3, 4});
+    // Each rank decodes the other's object and fails naming the rank it came from and its own
+    // type; the second pair has bodies of the same length, whose bits would read back as the
+    // wrong numbers without the type in the payload.
+    const std::string other = get_rank() == 0 ? "rank 1" : "rank 0";
+    auto expect_mismatch = [&](const std::function<void()>& call, const std::string& own_type) {
+      try {
+        call();
+        ADD_FAILURE() << "rank " << get_rank() << " decoded another rank's type";
+      } catch (const Mismatch& e) {
+        EXPECT_TRUE(Contains(
+            e.what(), "the object from " + other + " is not of this rank's type " + own_type))
+            << e.what();
       }
-      ADD_FAILURE() << "rank " << get_rank() << " decoded another rank's type";
-    } catch (const Error& e) {
-      const std::string other = get_rank() == 0 ? "rank 1" : "rank 0";
-      EXPECT_TRUE(Contains(e.what(), "corrupt object payload from " + other));
+    };
+    if (get_rank() == 0) {
+      expect_mismatch([] { (void)all_gather_object(std::string("abc")); }, "std::");
+      expect_mismatch(
+          [] {
+            (void)all_gather_object(std::vector<float>{1.5f, 2.5f});
+          },
+          "std::vector<float>");
+    } else {
+      expect_mismatch(
+          [] {
+            (void)all_gather_object(std::vector<int64_t>{1, 2, 3, 4});
+          },
+          "std::vector<long int>");
+      expect_mismatch(
+          [] {
+            (void)all_gather_object(std::vector<int32_t>{1, 2});
+          },
+          "std::vector<int>");
     }
+    // broadcast: only the receivers read, and the same numbers in the same type still arrive.
+    std::vector<double> values = {get_rank() == 0 ? 0.25 : 9.0};
+    if (get_rank() == 0) {
+      std::vector<float> as_float = {0.25f};
+      broadcast_object_list(as_float, 0);
+    } else {
+      expect_mismatch([&] { broadcast_object_list(values, 0); }, "std::vector<double>");
+    }
+    broadcast_object_list(values, 0);
+    EXPECT_EQ(values, std::vector<double>{0.25});
   });
 }
 
@@ -223,8 +253,8 @@ TEST_P(Objects, OwnEntryIsACopyOfTheObject) {
 TEST_P(Objects, SmallAndLargeObjectsAroundTheEagerLimit) {
   run_on(GetParam(), 3, [] {
     const int rank = get_rank();
-    // A string of k chars is a payload of 16 (header) + 8 (length) + k bytes.
-    const size_t boundary = object::eager_bytes - 24;
+    // A string of k chars is a payload of the header, 8 (its length) and k bytes.
+    const size_t boundary = object::eager_bytes - object::header_bytes - 8;
     ASSERT_EQ(object::encode(std::string(boundary, 'x')).size(), object::eager_bytes);
     for (size_t base : {size_t{0}, boundary - 1, boundary, boundary + 1, size_t{50000}}) {
       auto text_of = [&](int r) { return std::string(base + static_cast<size_t>(r), 'a' + r); };

@@ -24,20 +24,22 @@ uint64_t max_payload_bytes() {
   return value;
 }
 
-void write_header(Bytes& out, uint64_t body_bytes) {
+void write_header(Bytes& out, uint64_t body_bytes, uint64_t type_tag) {
   std::memcpy(out.data(), magic, sizeof magic);
   const uint16_t version = format_version;
   const uint16_t reserved = 0;
   std::memcpy(out.data() + 4, &version, 2);
   std::memcpy(out.data() + 6, &reserved, 2);
   std::memcpy(out.data() + 8, &body_bytes, 8);
+  std::memcpy(out.data() + 16, &type_tag, 8);
 }
 
 void throw_corrupt(std::string_view from, std::string_view why) {
   throw Error(fmt::format("corrupt object payload from {}: {}", from, why));
 }
 
-std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::string_view from) {
+std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::string_view from,
+                                      uint64_t type_tag, std::string_view type) {
   if (payload.size() < header_bytes) {
     throw_corrupt(from, fmt::format("{} bytes is shorter than the {}-byte header", payload.size(),
                                     header_bytes));
@@ -62,6 +64,14 @@ std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::str
   if (body_bytes > max_payload_bytes()) {
     throw_corrupt(from, fmt::format("{} bytes is over the limit of {} (RANKS_MAX_OBJECT_BYTES)",
                                     body_bytes, max_payload_bytes()));
+  }
+  uint64_t sent_tag = 0;
+  std::memcpy(&sent_tag, payload.data() + 16, 8);
+  if (sent_tag != type_tag) {
+    throw Mismatch(fmt::format(
+        "the object from {} is not of this rank's type {} (type tags {:016x} there, {:016x} "
+        "here): do all ranks pass the same type?",
+        from, type, sent_tag, type_tag));
   }
   return payload.subspan(header_bytes);
 }

@@ -1,7 +1,8 @@
 #pragma once
-// One object as bytes on the wire: a 16-byte header (magic "rkob", format version, body length)
-// and the cereal body. decode() checks all three and the configured size limit before reading,
-// and turns every failure into a ranks::Error that names where the payload came from.
+// One object as bytes on the wire: a 24-byte header (magic "rkob", format version, body length,
+// the type's tag) and the cereal body. decode() checks all four and the configured size limit
+// before reading, and turns every failure into a ranks::Error that names where the payload came
+// from (a Mismatch when the sender's type is another).
 
 #include <cstdint>
 #include <span>
@@ -10,22 +11,25 @@
 
 #include "ranks/errors.hpp"
 #include "ranks/object/archive.hpp"
+#include "ranks/object/type_tag.hpp"
 
 namespace ranks::object {
 
-inline constexpr size_t header_bytes = 16;
-inline constexpr uint16_t format_version = 1;
+inline constexpr size_t header_bytes = 24;
+inline constexpr uint16_t format_version = 2;
 
 // The largest payload a rank accepts: RANKS_MAX_OBJECT_BYTES, else 8 GiB. Sizes are checked
 // against it before a receive buffer is allocated, so a rank that is out of step (whose "size"
 // is really some other data) gives an error, not a 1 EB allocation.
 uint64_t max_payload_bytes();
 
-// Writes the header for a body of body_bytes into the first header_bytes of out.
-void write_header(Bytes& out, uint64_t body_bytes);
-// Checks the header of a payload and returns the body; `from` names the payload's origin for
-// the message ("rank 3's part").
-std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::string_view from);
+// Writes the header for a body of body_bytes of the type tagged type_tag into the first
+// header_bytes of out.
+void write_header(Bytes& out, uint64_t body_bytes, uint64_t type_tag);
+// Checks the header of a payload, the type's included, and returns the body; `from` names the
+// payload's origin for the message ("rank 3"), `type` the type this rank reads.
+std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::string_view from,
+                                      uint64_t type_tag, std::string_view type);
 // Throws the error for a size announced by `from` that is over max_payload_bytes().
 void check_announced_size(uint64_t bytes, std::string_view from, std::string_view op);
 [[noreturn]] void throw_corrupt(std::string_view from, std::string_view why);
@@ -40,13 +44,13 @@ Bytes encode(const T& value) {
     archive.reserve(counter.written());
     archive(value);
   }
-  write_header(out, out.size() - header_bytes);
+  write_header(out, out.size() - header_bytes, type_tag<T>());
   return out;
 }
 
 template <class T>
 void decode_into(std::span<const uint8_t> payload, T& value, std::string_view from) {
-  std::span<const uint8_t> body = checked_body(payload, from);
+  std::span<const uint8_t> body = checked_body(payload, from, type_tag<T>(), type_name<T>());
   try {
     InputArchive archive(body);
     archive(value);

@@ -46,6 +46,18 @@ std::string tensor_text(const BlockInfo& info) {
 
 }  // namespace
 
+std::string format_cycle(const std::vector<int>& cycle) {
+  if (cycle.empty()) return {};
+  constexpr size_t head = 8;
+  constexpr size_t tail = 2;
+  if (cycle.size() <= head + tail + 2) {
+    return fmt::format("{} → {}", fmt::join(cycle, " → "), cycle.front());
+  }
+  return fmt::format(
+      "{} → … ({} more) → {} → {}", fmt::join(cycle.begin(), cycle.begin() + head, " → "),
+      cycle.size() - head - tail, fmt::join(cycle.end() - tail, cycle.end(), " → "), cycle.front());
+}
+
 std::vector<int> Engine::find_cycle() const {
   const int n = static_cast<int>(ranks_.size());
   // Nodes: ranks, then one node per stuck collective (group, seq) that all its waiting members
@@ -193,8 +205,7 @@ void Engine::declare_stuck() {
     cycle_ = find_cycle();
     std::string cycle_text;
     if (!cycle_.empty()) {
-      cycle_text =
-          fmt::format(" wait-for cycle: {} → {}.", fmt::join(cycle_, " → "), cycle_.front());
+      cycle_text = fmt::format(" wait-for cycle: {}.", format_cycle(cycle_));
     }
     std::string message = fmt::format(
         "deadlock at virtual time {}: no rank can make progress and no event is pending.{} {} of "

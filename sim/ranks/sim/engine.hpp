@@ -43,6 +43,9 @@ enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 
 // "30 min", "2 s", "15 ms" or "123 ns": the largest unit that divides the duration.
 std::string format_duration(std::chrono::nanoseconds d);
+// "0 → 1 → 2 → 0"; a cycle of more than 12 ranks shows its first 8 and last 2, and how many
+// are left out between (Report::cycle keeps them all).
+std::string format_cycle(const std::vector<int>& cycle);
 
 inline constexpr int no_peer = -2;  // BlockInfo::peer when the op has neither root nor peer
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ranks/sim.hpp"
+#include "ranks/sim/engine.hpp"
 
 namespace ranks::sim {
 
@@ -57,18 +58,37 @@ std::string Report::to_text() const {
                                  outcome_name(outcome), world_size, seed, virtual_time.count());
   text += message + "\n";
   if (outcome == Outcome::Ok) return text;
-  // Runs of consecutive ranks in the same state print as one line, so 10,000 ranks stay readable.
+  // Runs of consecutive ranks in the same state print as one line, so 10,000 ranks in a few
+  // states stay readable. Ranks that each differ (a ring of receives) would print one line each:
+  // after kShownRows lines only failed and crashed ranks are shown, and the rest are counted.
+  constexpr size_t kShownRows = 48;
+  size_t lines = 0;
+  size_t hidden_rows = 0;
+  size_t hidden_ranks = 0;
   for (size_t begin = 0; begin < ranks.size();) {
     size_t end = begin + 1;
     while (end < ranks.size() && same_row(ranks[begin], ranks[end])) ++end;
-    std::string who = end - begin == 1
-                          ? fmt::format("rank {}", ranks[begin].rank)
-                          : fmt::format("ranks {}-{}", ranks[begin].rank, ranks[end - 1].rank);
-    text += fmt::format("  {:<12} {}\n", who, row_text(ranks[begin]));
+    const RankReport& row = ranks[begin];
+    if (lines < kShownRows || row.state == "failed" || row.state == "crashed") {
+      std::string who = end - begin == 1
+                            ? fmt::format("rank {}", row.rank)
+                            : fmt::format("ranks {}-{}", row.rank, ranks[end - 1].rank);
+      text += fmt::format("  {:<12} {}\n", who, row_text(row));
+      ++lines;
+    } else {
+      ++hidden_rows;
+      hidden_ranks += end - begin;
+    }
     begin = end;
   }
+  if (hidden_rows > 0) {
+    text += fmt::format(
+        "  ... {} more line{} for {} rank{} not shown (the JSON report, --report FILE, has every "
+        "rank)\n",
+        hidden_rows, hidden_rows == 1 ? "" : "s", hidden_ranks, hidden_ranks == 1 ? "" : "s");
+  }
   if (!cycle.empty()) {
-    text += fmt::format("  wait-for cycle: {} → {}\n", fmt::join(cycle, " → "), cycle.front());
+    text += fmt::format("  wait-for cycle: {}\n", detail::format_cycle(cycle));
   }
   return text;
 }
