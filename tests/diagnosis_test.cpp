@@ -95,7 +95,7 @@ TEST(WaitForCycle, ThroughACollectiveListsRanksOnly) {
   EXPECT_EQ(report.cycle, (std::vector<int>{0, 1}));
   EXPECT_TRUE(Contains(report.message, "wait-for cycle: 0 → 1 → 0."));
   EXPECT_TRUE(Contains(report.message,
-                       "3 of 4 arrived; missing: rank 1 is in recv on group "
+                       "3 of 4 arrived; missing: rank 1 is in recv from rank 0 on group "
                        "'world' seq 0 at " +
                            site(recv_line)));
   EXPECT_EQ(row(report, 1).op, "recv");
@@ -205,8 +205,9 @@ TEST(StuckCollective, SaysWhoArrivedAndWhereEachMissingRankIsInstead) {
   EXPECT_TRUE(Contains(
       report.message,
       fmt::format("ranks 0-1 in barrier on group 'world' seq 0 at {} (2 of 5 arrived; missing: "
-                  "rank 2 finished without calling it, rank 3 is in recv on group 'world' seq 0 "
-                  "at {}, rank 4 is in recv on group 'world' seq 0 at {})",
+                  "rank 2 finished without calling it, rank 3 is in recv from rank 4 on group "
+                  "'world' seq 0 at {}, rank 4 is in recv from any source on group 'world' seq 0 "
+                  "at {})",
                   site(barrier_line), site(recv3_line), site(recv4_line))));
   EXPECT_TRUE(Contains(report.message,
                        fmt::format("rank 3 in recv from rank 4 on group 'world' p2p seq 0, 1 x "
@@ -219,6 +220,36 @@ TEST(StuckCollective, SaysWhoArrivedAndWhereEachMissingRankIsInstead) {
   EXPECT_EQ(row(report, 2).state, "finished");
   for (int r : {0, 1, 3, 4}) EXPECT_EQ(row(report, r).state, "blocked") << "rank " << r;
   EXPECT_TRUE(Contains(row(report, 0).error, "blocked forever"));
+}
+
+// A timeout says where each rank it waits for is instead; ranks timing out at the same moment
+// are still in their ops for each other's messages.
+TEST(StuckCollective, ATimeoutSaysWhereTheMissingRanksAre) {
+  int all_reduce_line = 0, recv_line = 0;
+  sim::Options options = default_options();
+  options.timeout = std::chrono::seconds(10);
+  sim::Report report = simulate(
+      4,
+      [&] {
+        Tensor t = Tensor::zeros({1}, DType::Int32);
+        if (get_rank() == 2) sleep_for(std::chrono::seconds(60));
+        recv_line = __LINE__ + 1;
+        if (get_rank() == 3) recv(t, 0);
+        all_reduce_line = __LINE__ + 1;
+        all_reduce(t);
+      },
+      options);
+  EXPECT_EQ(report.outcome, sim::Outcome::Timeout) << report.to_text();
+  EXPECT_EQ(row(report, 0).error,
+            fmt::format("rank 0 timed out after 10 s in all_reduce on group 'world' seq 0 at {}; 2 "
+                        "of 4 ranks arrived; not arrived: ranks 2, 3; rank 2 is sleeping "
+                        "(sleep_for); rank 3 is in recv from rank 0 on group 'world' seq 0 at {}",
+                        site(all_reduce_line), site(recv_line)));
+  EXPECT_EQ(row(report, 3).error,
+            fmt::format("rank 3 timed out after 10 s in recv on group 'world' seq 0 at {}; rank 0 "
+                        "has sent no message with tag 0; rank 0 is in all_reduce on group 'world' "
+                        "seq 0 at {}",
+                        site(recv_line), site(all_reduce_line)));
 }
 
 // When a rank failed first, the ranks left waiting are woken with a RankFailure that says where

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -53,6 +54,7 @@ struct Child {
   std::string partial;
   std::deque<std::string> tail;  // last lines, for the failure report
   bool exited = false;
+  bool stopped = false;  // still running when the launcher began stopping the ranks
   int status = 0;
 };
 
@@ -193,6 +195,14 @@ int run(const RunArgs& args) {
   const Child* first_failure = nullptr;
   std::chrono::steady_clock::time_point failed_at{};
   constexpr auto kBlameWindow = std::chrono::milliseconds(300);
+  // A rank that stopped for a timeout or a peer's failure (exit 75) explains little, and the
+  // others are then likely on their way out with their own account: a timed-out rank waits up
+  // to 2 s for the ranks it waits on to say where they are stuck (detail/stuck_peers.hpp).
+  // Stopping them at once would lose exactly the messages that name the culprit.
+  constexpr auto kSymptomWindow = std::chrono::milliseconds(3000);
+  auto window = [&] {
+    return blame_weight(first_failure->status) == 1 ? kSymptomWindow : kBlameWindow;
+  };
   std::chrono::steady_clock::time_point kill_at{};
   bool terminated = false, killed = false;
   for (;;) {
@@ -232,7 +242,7 @@ int run(const RunArgs& args) {
     if (first_failure == nullptr && batch_worst) {
       first_failure = batch_worst;
       failed_at = now;
-    } else if (batch_worst && first_failure && now - failed_at < kBlameWindow &&
+    } else if (batch_worst && first_failure && now - failed_at < window() &&
                blame_weight(batch_worst->status) > blame_weight(first_failure->status)) {
       first_failure = batch_worst;
     }
@@ -247,9 +257,12 @@ int run(const RunArgs& args) {
     for (const Child& c : children) all_exited = all_exited && c.exited;
     if (all_exited) break;
     if (first_failure != nullptr && !terminated &&
-        std::chrono::steady_clock::now() - failed_at >= kBlameWindow) {
+        std::chrono::steady_clock::now() - failed_at >= window()) {
       for (Child& c : children) {
-        if (!c.exited) kill(c.pid, SIGTERM);
+        if (!c.exited) {
+          c.stopped = true;
+          kill(c.pid, SIGTERM);
+        }
       }
       terminated = true;
       kill_at = std::chrono::steady_clock::now() +
@@ -271,10 +284,27 @@ int run(const RunArgs& args) {
     return 128 + launcher_signal;
   }
   if (first_failure == nullptr) return 0;
-  std::string report = fmt::format(
-      "ranks run: rank {} (pid {}) {} first; the other ranks were "
-      "stopped.\n",
-      first_failure->rank, first_failure->pid, how(first_failure->status));
+  std::string report;
+  if (blame_weight(first_failure->status) == 1) {
+    // Every rank that ended did so because of another: the ones still running are the suspects.
+    std::vector<int> symptoms, running;
+    for (const Child& c : children) {
+      if (c.stopped) running.push_back(c.rank);
+      if (blame_weight(c.status) == 1) symptoms.push_back(c.rank);
+    }
+    report = fmt::format(
+        "ranks run: no rank failed for a reason of its own: rank{} {} stopped on a timeout or a "
+        "peer's failure (exit status {}){}.\n",
+        symptoms.size() == 1 ? "" : "s", fmt::join(symptoms, ", "), detail::peer_failed_exit_status,
+        running.empty() ? std::string()
+                        : fmt::format("; rank{} {} {} still running and {} stopped by ranks run",
+                                      running.size() == 1 ? "" : "s", fmt::join(running, ", "),
+                                      running.size() == 1 ? "was" : "were",
+                                      running.size() == 1 ? "was" : "were"));
+  } else {
+    report = fmt::format("ranks run: rank {} (pid {}) {} first; the other ranks were stopped.\n",
+                         first_failure->rank, first_failure->pid, how(first_failure->status));
+  }
   if (!first_failure->tail.empty()) {
     report += fmt::format("last lines of rank {}:\n", first_failure->rank);
     for (const auto& line : first_failure->tail) report += "  " + line + "\n";

@@ -156,25 +156,7 @@ std::string Engine::describe_blocked(const std::vector<SimRank*>& blocked) const
                         work.group.size());
         for (size_t k = 0; k < missing.size() && k < kShownMissing; ++k) {
           const SimRank& m = *ranks_[static_cast<size_t>(missing[k])];
-          std::string instead;
-          switch (m.state) {
-            case RankState::Finished:
-              instead = "finished without calling it";
-              break;
-            case RankState::Crashed:
-              instead = "crashed";
-              break;
-            case RankState::Failed:
-              instead = "failed: " + m.error;
-              break;
-            default:
-              instead = fmt::format(
-                  "is in {}{} at {}", m.block.op,
-                  m.block.group ? fmt::format(" on group '{}' seq {}", *m.block.group, m.block.seq)
-                                : std::string{},
-                  where_str(m.block.where));
-          }
-          text += fmt::format("{} rank {} {}", k == 0 ? "; missing:" : ",", m.rank, instead);
+          text += fmt::format("{} rank {} {}", k == 0 ? "; missing:" : ",", m.rank, whereabouts(m));
         }
         if (missing.size() > kShownMissing) {
           text += fmt::format(", and {} more", missing.size() - kShownMissing);
@@ -183,6 +165,39 @@ std::string Engine::describe_blocked(const std::vector<SimRank*>& blocked) const
       }
     }
     begin = end;
+  }
+  return text;
+}
+
+std::string Engine::whereabouts(const SimRank& m) const {
+  switch (m.state) {
+    case RankState::Finished:
+      return "finished without calling it";
+    case RankState::Crashed:
+      return "crashed";
+    case RankState::Failed:
+      return "failed: " + m.error;
+    case RankState::Runnable:
+      return "is running (outside any op)";
+    default:
+      break;
+  }
+  if (m.waiting_on == nullptr) return "is sleeping (sleep_for)";
+  return fmt::format("is in {}{}{} at {}", m.block.op, peer_text(m.block),
+                     m.block.group
+                         ? fmt::format(" on group '{}' seq {}", *m.block.group, m.block.seq)
+                         : std::string{},
+                     where_str(m.block.where));
+}
+
+std::string Engine::whereabouts_of(const std::vector<int>& ranks) const {
+  std::string text;
+  for (size_t k = 0; k < ranks.size() && k < kShownMissing; ++k) {
+    const SimRank& m = *ranks_[static_cast<size_t>(ranks[k])];
+    text += fmt::format("; rank {} {}", m.rank, whereabouts(m));
+  }
+  if (ranks.size() > kShownMissing) {
+    text += fmt::format("; and {} more", ranks.size() - kShownMissing);
   }
   return text;
 }

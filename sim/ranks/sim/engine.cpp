@@ -408,18 +408,28 @@ void Engine::on_idle() {
 }
 
 void Engine::fire_deadlines(Nanos time) {
+  // Every message is written before any rank is woken: a rank timing out at the same moment is
+  // still "in" its op for the others' messages.
+  std::vector<SimRank*> due;
   for (auto& rank : ranks_) {
-    if (rank->state != RankState::Blocked || rank->deadline != time) continue;
-    auto* work = rank->waiting_on;
-    std::string waiting_for = work ? work->group.describe_missing(*work) : std::string{};
-    rank->wake_error = std::make_exception_ptr(
-        Timeout(fmt::format("rank {} timed out after {} in {} on group '{}' seq {} at {}{}{}",
-                            rank->rank, format_duration(work ? work->timeout : Nanos{0}),
-                            rank->block.op, rank->block.group ? *rank->block.group : "",
-                            rank->block.seq, ranks::detail::where_str(rank->block.where),
-                            waiting_for.empty() ? "" : "; ", waiting_for)));
-    wake(*rank);
+    if (rank->state == RankState::Blocked && rank->deadline == time) due.push_back(rank.get());
   }
+  for (SimRank* rank : due) {
+    auto* work = rank->waiting_on;
+    std::string waiting_for;
+    if (work != nullptr) {
+      waiting_for = work->group.describe_missing(*work);
+      if (!waiting_for.empty()) {
+        waiting_for = "; " + waiting_for + whereabouts_of(work->group.waiting_for(*work));
+      }
+    }
+    rank->wake_error = std::make_exception_ptr(Timeout(
+        fmt::format("rank {} timed out after {} in {} on group '{}' seq {} at {}{}", rank->rank,
+                    format_duration(work ? work->timeout : Nanos{0}), rank->block.op,
+                    rank->block.group ? *rank->block.group : "", rank->block.seq,
+                    ranks::detail::where_str(rank->block.where), waiting_for)));
+  }
+  for (SimRank* rank : due) wake(*rank);
 }
 
 }  // namespace ranks::sim::detail

@@ -177,6 +177,11 @@ class Engine final : public Clock {
   // paragraph that says who waits for whom.
   std::vector<int> find_cycle() const;
   std::string describe_blocked(const std::vector<SimRank*>& blocked) const;
+  // Where a rank that another waits for is instead: "finished without calling it", "is in
+  // recv on group 'world' seq 0 at a.cpp:9", "is sleeping (sleep_for)", ...
+  std::string whereabouts(const SimRank& rank) const;
+  // "; rank 2 is sleeping (sleep_for); rank 3 is in recv ...": the first few of `ranks`.
+  std::string whereabouts_of(const std::vector<int>& ranks) const;
   Report make_report() const;
 
   Options options_;

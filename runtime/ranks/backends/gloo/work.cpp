@@ -11,6 +11,7 @@
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/error_kind.hpp"
+#include "ranks/detail/stuck_peers.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::gloo::detail {
@@ -125,7 +126,23 @@ std::exception_ptr Communicator::translate(const OpRequest& request, std::except
 std::exception_ptr Communicator::fail(const OpRequest& request, std::exception_ptr thrown,
                                       std::chrono::milliseconds waited) {
   std::exception_ptr error = translate(request, std::move(thrown), waited);
+  if (failure_for(request) == nullptr) error = with_stuck_peers(request, error, waited);
   if (!record(error, &request)) return failure_for(request);
+  return error;
+}
+
+std::exception_ptr Communicator::with_stuck_peers(const OpRequest& request,
+                                                  std::exception_ptr error,
+                                                  std::chrono::milliseconds waited) const {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Timeout& e) {
+    const auto limit = waited.count() > 0 ? waited : timeout_of(request);
+    const std::string others =
+        ranks::detail::stuck_peers(spec_, request, ranks::detail::stuck_window(limit));
+    if (!others.empty()) return std::make_exception_ptr(Timeout(e.what() + others));
+  } catch (...) {
+  }
   return error;
 }
 

@@ -79,6 +79,10 @@ class Communicator {
   // waited: the deadline the op had, when it is not timeout_of(request) (block_for's).
   std::exception_ptr fail(const OpRequest& request, std::exception_ptr thrown,
                           std::chrono::milliseconds waited = {});
+  // A Timeout, with what the ranks it waits on say of themselves (detail/stuck_peers.hpp);
+  // any other error as it is.
+  std::exception_ptr with_stuck_peers(const OpRequest& request, std::exception_ptr error,
+                                      std::chrono::milliseconds waited) const;
   // Ends the group without an op to blame (a communicator destroyed with ops in flight).
   void abandon(const std::string& why);
   // When the group has failed, an error for request of the same kind as the first failure.

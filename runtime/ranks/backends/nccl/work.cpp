@@ -12,6 +12,7 @@
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/error_kind.hpp"
+#include "ranks/detail/stuck_peers.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::nccl::detail {
@@ -221,17 +222,21 @@ void NcclWork::finish(std::exception_ptr failure) {
 std::string NcclWork::timeout_message(Clock::time_point now,
                                       std::chrono::milliseconds timeout) const {
   const Communicator& c = *comm_;
+  // "; rank 1 timed out in this all_reduce too; rank 2 wrote nothing ..." (through the store)
+  const std::string others =
+      ranks::detail::stuck_peers(c.spec(), request_, ranks::detail::stuck_window(timeout));
   std::string missing;
   switch (request_.kind) {
     case OpKind::Send:
-      missing = fmt::format("{} has posted no matching recv", c.peer_name(request_.root));
+      missing = fmt::format("{} has posted no matching recv{}", c.peer_name(request_.root), others);
       break;
     case OpKind::Recv:
-      missing = fmt::format("{} has sent no message", c.peer_name(request_.root));
+      missing = fmt::format("{} has sent no message{}", c.peer_name(request_.root), others);
       break;
     default:
-      missing =
-          "NCCL cannot tell which ranks have not arrived (`ranks sim --backend nccl` names them)";
+      missing = others.empty() ? "NCCL cannot tell which ranks have not arrived (`ranks sim "
+                                 "--backend nccl` names them)"
+                               : "what the ranks it waits on say: " + others.substr(2);
   }
   const double waited_ms = std::chrono::duration<double, std::milli>(now - entry_.enqueued).count();
   return fmt::format(

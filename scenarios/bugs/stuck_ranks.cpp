@@ -1,0 +1,22 @@
+// Bug (the everyday hang of a training job): rank 0 sends rank 3 its batch only after the step's
+// all_reduce, while rank 3 waits for that batch before joining the all_reduce; and rank 2 is
+// still computing (a slow data loader) when the others give up. Every waiting rank times out.
+//   ranks sim -n 4 -- bug_stuck_ranks                    -> timeout, with who waits for whom
+//   RANKS_TIMEOUT=2 ranks run -n 4 --backend gloo -- bug_stuck_ranks
+//     -> each timed-out rank says where the ranks it waits on are stuck (rank 3 in its recv,
+//        rank 0 in the all_reduce) and which said nothing (rank 2, busy outside ranks)
+
+#include <chrono>
+#include <ranks/ranks.hpp>
+
+int main(int argc, char** argv) {
+  return ranks::main(argc, argv, [] {
+    const int rank = ranks::get_rank();
+    auto grad = ranks::Tensor::of<float>({1.0f * rank}, ranks::comm_device());
+    auto batch = ranks::Tensor::zeros({4}, ranks::DType::Float32, ranks::comm_device());
+    if (rank == 2) ranks::sleep_for(std::chrono::minutes(40));  // a slow data loader
+    if (rank == 3) ranks::recv(batch, 0);                       // @where:recv
+    ranks::all_reduce(grad, "mean");                            // @where:all_reduce
+    if (rank == 0) ranks::send(batch, 3);                       // too late for rank 3
+  });
+}
