@@ -8,7 +8,7 @@ program aborts on that rank mid-job) and checks that ranks run returns non-zero 
 rank 1 died on SIGABRT, and that the other ranks were stopped or failed on their own (the command
 returned: ctest's timeout catches a hang). With gloo, `ranks run` itself names the first failure
 and the survivors name rank 1's error as its cause; with mpi, mpirun starts the ranks, stops the
-job and says which rank failed.
+job and says which rank failed, and a rank's exit(3) is the job's status.
 """
 import os
 import signal
@@ -30,7 +30,7 @@ def main():
     if backend == "mpi":
         if "process rank 1 with PID" not in output or "exited on signal 6" not in output:
             failures.append("mpirun's report does not say rank 1 died on SIGABRT")
-        finish(failures, output, check_mpi_error(command, env))
+        finish(failures, output, check_mpi_error(command, env) + check_mpi_exit(command))
         return
     if "ranks run: rank 1 (pid" not in done.stderr:
         failures.append("the report does not name rank 1 as the first failure")
@@ -115,6 +115,19 @@ def check_mpi_error(command, env):
     if failures:
         print(output)
     return failures
+
+
+def check_mpi_exit(command):
+    """Rank 1 calls exit(3): it leaves without MPI_Finalize (which would wait for the others,
+    who wait for it), so mpirun stops the job with rank 1's status instead of every rank
+    waiting out RANKS_TIMEOUT and exiting 75."""
+    env = dict(os.environ, EXIT_RANK="1", RANKS_TIMEOUT="60")
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
+    output = done.stdout + done.stderr
+    if done.returncode != 3 or "exiting without MPI_Finalize" not in output:
+        print(output)
+        return [f"rank 1's exit(3) under mpi ended the job with status {done.returncode}"]
+    return []
 
 
 def finish(failures, output, more):

@@ -47,12 +47,19 @@ struct RunArgs {
   std::vector<std::string> program;
 };
 
+// One of a rank's output streams, read from a pipe and written, line by line and with the rank
+// in front, to the launcher's stream of the same name (so `2>` and pipes mean what they say).
+struct Stream {
+  int fd = -1;  // -1 once closed
+  FILE* to = nullptr;
+  std::string partial;  // a line not yet ended
+};
+
 struct Child {
   int rank = 0;
-  pid_t pid = -1;
-  int out = -1;  // stdout and stderr, merged
-  std::string partial;
-  std::deque<std::string> tail;  // last lines, for the failure report
+  pid_t pid = -1;  // also its process group: the rank and whatever it starts
+  Stream out, err;
+  std::deque<std::string> tail;  // last lines of both streams, for the failure report
   bool exited = false;
   bool stopped = false;  // still running when the launcher began stopping the ranks
   int status = 0;
@@ -87,22 +94,43 @@ int blame_weight(int status) {
   return WEXITSTATUS(status) == detail::peer_failed_exit_status ? 1 : 2;
 }
 
+// Signals a rank and what it started (its process group). A rank signalled right after fork()
+// may not lead its group yet (the child and the launcher both set it, in either order): then the
+// rank alone.
+void signal_rank(const Child& child, int sig) {
+  if (kill(-child.pid, sig) != 0) kill(child.pid, sig);
+}
+
 // cpu: the CPU to bind the process to, or -1 to leave it unbound.
 void spawn(Child& child, const RunArgs& args, int port, int cpu) {
   int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  int err_fds[2];
+  if (pipe(pipe_fds) != 0 || pipe(err_fds) != 0) throw std::runtime_error("pipe failed");
   std::fflush(nullptr);
   const pid_t launcher = getpid();
+  // Until exec, the child runs the launcher's handlers: a SIGTERM passed on to a rank that early
+  // would be taken by on_launcher_signal in the child, and the rank would live on. So the
+  // signals wait, blocked, until the child has put back the default actions.
+  sigset_t forwarded, previous;
+  sigemptyset(&forwarded);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&forwarded, sig);
+  sigprocmask(SIG_BLOCK, &forwarded, &previous);
   child.pid = fork();
+  if (child.pid != 0) sigprocmask(SIG_SETMASK, &previous, nullptr);
   if (child.pid < 0) throw std::runtime_error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (child.pid == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
     // A launcher killed outright (SIGKILL, a crash) takes its ranks with it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != launcher) _exit(128 + SIGKILL);
+    // Its own process group, as torchrun gives each worker a session: the launcher can then
+    // stop what a rank started (a data-loader worker) along with it, not leave it orphaned and
+    // holding the rank's output pipe open.
+    setpgid(0, 0);
     dup2(pipe_fds[1], STDOUT_FILENO);
-    dup2(pipe_fds[1], STDERR_FILENO);
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
+    dup2(err_fds[1], STDERR_FILENO);
+    for (int fd : {pipe_fds[0], pipe_fds[1], err_fds[0], err_fds[1]}) close(fd);
     const int local = child.rank - args.node_rank * args.nproc;
     setenv("RANK", std::to_string(child.rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(args.nproc * args.nnodes).c_str(), 1);
@@ -127,41 +155,80 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
     std::fprintf(stderr, "ranks run: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
+  setpgid(child.pid, child.pid);  // as the child does: whichever runs first
   close(pipe_fds[1]);
-  child.out = pipe_fds[0];
+  close(err_fds[1]);
+  fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_fds[0], F_SETFL, O_NONBLOCK);
+  child.out = {pipe_fds[0], stdout, {}};
+  child.err = {err_fds[0], stderr, {}};
 }
 
 // Prints one line of a rank's output, the rank in front unless raw, and keeps the last ones.
-void emit(Child& child, std::string line, bool raw) {
+void emit(Child& child, Stream& stream, std::string line, bool raw) {
   if (raw) {
-    std::printf("%s\n", line.c_str());
+    std::fprintf(stream.to, "%s\n", line.c_str());
   } else {
-    std::printf("[rank %d] %s\n", child.rank, line.c_str());
+    std::fprintf(stream.to, "[rank %d] %s\n", child.rank, line.c_str());
   }
   child.tail.push_back(std::move(line));
   if (child.tail.size() > kTailLines) child.tail.pop_front();
 }
 
-// Forwards the complete lines read so far (and a last partial one when flushing).
-void forward(Child& child, bool flush_partial, bool raw) {
+// Forwards the complete lines read so far, and the partial one at the end of the stream. Reads
+// once (the pipes do not block); `last` closes the stream after this read whatever it gave.
+void forward(Child& child, Stream& stream, bool last, bool raw) {
   char buffer[4096];
-  ssize_t n = read(child.out, buffer, sizeof(buffer));
-  if (n > 0) child.partial.append(buffer, static_cast<size_t>(n));
-  if (n <= 0) {
-    close(child.out);
-    child.out = -1;
+  ssize_t n = read(stream.fd, buffer, sizeof(buffer));
+  if (n > 0) stream.partial.append(buffer, static_cast<size_t>(n));
+  const bool no_data_yet = n < 0 && (errno == EAGAIN || errno == EINTR);
+  bool flush_partial = false;
+  if (last || (n <= 0 && !no_data_yet)) {
+    close(stream.fd);
+    stream.fd = -1;
     flush_partial = true;
   }
   size_t start = 0;
-  for (size_t newline; (newline = child.partial.find('\n', start)) != std::string::npos;
+  for (size_t newline; (newline = stream.partial.find('\n', start)) != std::string::npos;
        start = newline + 1) {
-    emit(child, child.partial.substr(start, newline - start), raw);
+    emit(child, stream, stream.partial.substr(start, newline - start), raw);
   }
-  child.partial.erase(0, start);
-  if (flush_partial && !child.partial.empty()) {
-    emit(child, std::exchange(child.partial, {}), raw);
+  stream.partial.erase(0, start);
+  if (flush_partial && !stream.partial.empty()) {
+    emit(child, stream, std::exchange(stream.partial, {}), raw);
   }
-  std::fflush(stdout);
+  std::fflush(stream.to);
+}
+
+// Forwards whatever the ranks have written, waiting up to timeout_ms for something to arrive.
+// Returns whether any stream is still open.
+bool pump(std::vector<Child>& children, int timeout_ms, bool raw, int wake_fd = -1) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Child*, Stream*>> owners;
+  if (wake_fd >= 0) {
+    fds.push_back({wake_fd, POLLIN, 0});
+    owners.emplace_back(nullptr, nullptr);
+  }
+  for (Child& c : children) {
+    for (Stream* s : {&c.out, &c.err}) {
+      if (s->fd < 0) continue;
+      fds.push_back({s->fd, POLLIN, 0});
+      owners.emplace_back(&c, s);
+    }
+  }
+  if (fds.size() == (wake_fd >= 0 ? 1u : 0u)) return false;
+  // Output and deaths wake us at once; the timeout only paces the deadlines.
+  if (poll(fds.data(), fds.size(), timeout_ms) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (owners[i].first != nullptr && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        forward(*owners[i].first, *owners[i].second, false, raw);
+      }
+    }
+  }
+  for (const Child& c : children) {
+    if (c.out.fd >= 0 || c.err.fd >= 0) return true;
+  }
+  return false;
 }
 
 std::string how(int status) {
@@ -206,19 +273,9 @@ int run(const RunArgs& args) {
   std::chrono::steady_clock::time_point kill_at{};
   bool terminated = false, killed = false;
   for (;;) {
-    std::vector<pollfd> fds = {{child_exited_pipe[0], POLLIN, 0}};
-    for (const Child& c : children) {
-      if (c.out >= 0) fds.push_back({c.out, POLLIN, 0});
-    }
-    // Output and deaths wake us at once; the timeout only paces the SIGKILL deadline.
-    poll(fds.data(), fds.size(), 100);
+    pump(children, 100, args.raw_output, child_exited_pipe[0]);
     char drain[64];
     while (read(child_exited_pipe[0], drain, sizeof(drain)) > 0) {
-    }
-    for (Child& c : children) {
-      if (c.out < 0) continue;
-      pollfd probe{c.out, POLLIN, 0};
-      if (poll(&probe, 1, 0) > 0) forward(c, false, args.raw_output);
     }
     // Ranks that die together are reaped in one batch, in no particular order. A rank killed by
     // a signal is the likelier cause than one that exited with an error a moment later (the
@@ -248,7 +305,7 @@ int run(const RunArgs& args) {
     }
     if (launcher_signal != 0 && !terminated) {
       for (Child& c : children) {
-        if (!c.exited) kill(c.pid, launcher_signal);
+        if (!c.exited) signal_rank(c, launcher_signal);
       }
       terminated = true;
       kill_at = now + std::chrono::milliseconds(static_cast<int>(args.grace_seconds * 1000));
@@ -261,7 +318,7 @@ int run(const RunArgs& args) {
       for (Child& c : children) {
         if (!c.exited) {
           c.stopped = true;
-          kill(c.pid, SIGTERM);
+          signal_rank(c, SIGTERM);
         }
       }
       terminated = true;
@@ -270,13 +327,27 @@ int run(const RunArgs& args) {
     }
     if (terminated && !killed && std::chrono::steady_clock::now() >= kill_at) {
       for (Child& c : children) {
-        if (!c.exited) kill(c.pid, SIGKILL);
+        if (!c.exited) signal_rank(c, SIGKILL);
       }
       killed = true;
     }
   }
+  // Every rank has exited; what they started may still run and hold their pipes open. Stop
+  // it (each rank's process group), forwarding its last output meanwhile, and never wait on a
+  // pipe for ever: a process that left the group (setsid) keeps it open for as long as it lives.
+  for (Child& c : children) kill(-c.pid, SIGTERM);
+  const auto drain_until = std::chrono::steady_clock::now() +
+                           std::chrono::milliseconds(static_cast<int>(args.grace_seconds * 1000));
+  while (pump(children, 50, args.raw_output) && std::chrono::steady_clock::now() < drain_until) {
+  }
+  for (Child& c : children) kill(-c.pid, SIGKILL);
+  const auto last_call = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (pump(children, 50, args.raw_output) && std::chrono::steady_clock::now() < last_call) {
+  }
   for (Child& c : children) {
-    while (c.out >= 0) forward(c, true, args.raw_output);
+    for (Stream* s : {&c.out, &c.err}) {
+      if (s->fd >= 0) forward(c, *s, true, args.raw_output);
+    }
   }
   if (launcher_signal != 0) {
     std::fprintf(stderr, "ranks run: stopped by signal %d (%s), passed on to every rank\n",

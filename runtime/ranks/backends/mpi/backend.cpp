@@ -10,6 +10,7 @@
 #include "ranks/backends/mpi/types.hpp"
 #include "ranks/backends/mpi/work.hpp"
 #include "ranks/backends/plugin.hpp"
+#include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::mpi {
@@ -21,6 +22,17 @@ void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized != 0) return;
+  if (const Context& context = current(); context.started_by_main && context.initialized) {
+    // A rank body that calls exit() ends here with ranks::main's world still up. MPI_Finalize
+    // would wait for the peers, which wait in their next op for this rank: leave without it, so
+    // that mpirun sees a rank exit unfinalised, with its status, and stops the job at once (a
+    // plain MPI program that calls exit() gets the same).
+    std::fputs(
+        "ranks: the rank's body called exit() with its process group still up; exiting without "
+        "MPI_Finalize, so that mpirun stops the job\n",
+        stderr);
+    return;
+  }
   if (has_abandoned_operations()) {
     // MPI_Finalize would wait for the peers a timed-out operation waits for: exit without it
     // (mpirun then reports this process as having exited without finalising).
