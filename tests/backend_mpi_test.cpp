@@ -126,6 +126,7 @@ TEST_F(MpiBackend, ReduceWritesOnlyTheRoot) {
     for (DType dtype :
          {DType::Bool, DType::Int32, DType::Float16, DType::BFloat16, DType::Float32}) {
       for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max}) {
+        if (!reduce_op_supports(op, dtype)) continue;
         SCOPED_TRACE(fmt::format("root {} {} {}", root, dtype_name(dtype), reduce_op_name(op)));
         auto input = [&](int rank, int64_t i) { return reduce_input(op, rank, i); };
         Tensor t = make_tensor(dtype, count, [&](int64_t i) { return input(c.rank, i); });

@@ -92,6 +92,7 @@ TEST_P(Collectives, ReduceToEveryRoot) {
   const auto& [backend, n, dtype] = GetParam();
   for (int root : roots_for(n)) {
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Mean}) {
+      if (!reduce_op_supports(op, dtype)) continue;  // mean of bools: Errors.MeanOfBoolTensors
       SCOPED_TRACE(fmt::format("root {} op {}", root, reduce_op_name(op)));
       run_on(backend, n, [&, root = root, op = op] {
         int rank = get_rank();

@@ -257,6 +257,24 @@ TEST(Errors, OutputListsWithTheWrongDtype) {
   });
 }
 
+// torch refuses AVG on bool; a "mean" of truth values would silently be an OR.
+TEST(Errors, MeanOfBoolTensors) {
+  run_and_resync([] {
+    Tensor t = Tensor::of<bool>({true, false});
+    Tensor before = t.clone();
+    int line = __LINE__ + 1;
+    std::string m = invalid_argument([&] { all_reduce(t, "mean"); });
+    EXPECT_TRUE(Contains(m, "reduce op 'mean' is not defined for bool tensors")) << m;
+    EXPECT_TRUE(Contains(m, site(line)));
+    m = invalid_argument([&] { reduce(t, 0, ReduceOp::Mean); });
+    EXPECT_TRUE(Contains(m, "'mean'"));
+    std::vector<Tensor> in(kWorld, t);
+    m = invalid_argument([&] { reduce_scatter(t, in, ReduceOp::Mean); });
+    EXPECT_TRUE(Contains(m, "'mean'"));
+    EXPECT_TRUE(t.equal(before)) << "a rejected call wrote the tensor";
+  });
+}
+
 TEST(Errors, BitwiseOpsOnFloatingTensors) {
   run_and_resync([] {
     for (DType dtype : {DType::Float16, DType::BFloat16, DType::Float32, DType::Float64}) {

@@ -59,7 +59,18 @@ bool is_bitwise(ReduceOp op) {
 }
 
 bool reduce_op_supports(ReduceOp op, DType dtype) {
+  if (op == ReduceOp::Mean) return dtype != DType::Bool;
   return !(is_bitwise(op) && is_floating(dtype));
+}
+
+std::string why_reduce_op_unsupported(ReduceOp op, DType dtype) {
+  if (op == ReduceOp::Mean) {
+    return "reduce op 'mean' is not defined for bool tensors (torch refuses AVG on bool too): "
+           "use max or sum for any, min or product for all";
+  }
+  return fmt::format(
+      "reduce op '{}' is bitwise and the tensor is {}; bitwise ops need an integer or bool tensor",
+      reduce_op_name(op), dtype_name(dtype));
 }
 
 }  // namespace ranks

@@ -80,9 +80,7 @@ void check_tag(const Call& call, int tag) {
 }
 
 void fail_reduce(const Call& call, ReduceOp op, DType dtype) {
-  fail(call, fmt::format("reduce op '{}' is bitwise and the tensor is {}; bitwise ops need an "
-                         "integer or bool tensor",
-                         reduce_op_name(op), dtype_name(dtype)));
+  fail(call, why_reduce_op_unsupported(op, dtype));
 }
 
 void check_list(const Call& call, const std::vector<Tensor>& list, const Tensor& like,

@@ -187,10 +187,7 @@ void check_count(int64_t count, const char* what) {
 
 Reducer reducer_for(DType dtype, ReduceOp op) {
   if (!reduce_op_supports(op, dtype)) {
-    throw InvalidArgument(fmt::format(
-        "reduce op {} is bitwise and is not defined for {} tensors: use it on bool or integer "
-        "dtypes",
-        reduce_op_name(op), dtype_name(dtype)));
+    throw InvalidArgument(why_reduce_op_unsupported(op, dtype));
   }
   return visit_dtype(dtype, [op](auto tag) -> Reducer {
     using T = decltype(tag);

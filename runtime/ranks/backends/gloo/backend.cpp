@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gloo/alltoall.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
 #include <gloo/context.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
@@ -15,15 +17,19 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 
 #include "ranks/backends/gloo/work.hpp"
 #include "ranks/backends/join.hpp"
 #include "ranks/backends/plugin.hpp"
+#include "ranks/detail/fatal.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
 
@@ -82,6 +88,50 @@ void ignore_sigpipe() {
     sigemptyset(&ignore.sa_mask);
     sigaction(SIGPIPE, &ignore, nullptr);
   }
+}
+
+// gloo checks what arrives on its own network thread, where nothing of ours can catch what it
+// throws: a message longer than the buffer posted for it (a recv into a smaller tensor than the
+// sender's, or ranks passing different sizes to a collective) ends the process in
+// std::terminate with gloo's assertion text. This handler says what that means, and leaves as
+// an uncaught error of a rank leaves (detail::exit_on: the message, the job's first failure,
+// exit status 1) instead of SIGABRT. Anything else goes to the handler it replaced.
+std::terminate_handler previous_terminate = nullptr;
+
+[[noreturn]] void leave_for_gloo(const std::string& text) {
+  size_t got = 0, room = 0;
+  const std::string_view check = "op.preamble.length <= op.nbytes. ";
+  const size_t at = text.find(check);
+  std::string meaning = "gloo's network thread failed";
+  if (at != std::string::npos &&
+      std::sscanf(text.c_str() + at + check.size(), "%zu vs %zu", &got, &room) == 2) {
+    meaning = fmt::format(
+        "a message of {} bytes arrived for a receive of {} bytes: the sender's tensor is larger "
+        "than this rank's (a recv into a smaller tensor, or ranks passing different sizes to one "
+        "collective; RANKS_DEBUG=detail checks every collective's sizes first)",
+        got, room);
+  }
+  ranks::detail::exit_on(BackendError(fmt::format("{} (gloo: {})", meaning, text)));
+}
+
+[[noreturn]] void on_terminate() {
+  if (std::exception_ptr thrown = std::current_exception()) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const ::gloo::EnforceNotMet& e) {
+      leave_for_gloo(e.what());
+    } catch (const ::gloo::Exception& e) {
+      leave_for_gloo(e.what());
+    } catch (...) {
+    }
+  }
+  if (previous_terminate != nullptr) previous_terminate();
+  std::abort();
+}
+
+void report_network_thread_failures() {
+  static std::once_flag once;
+  std::call_once(once, [] { previous_terminate = std::set_terminate(on_terminate); });
 }
 
 // The one TCP device of this process (see backend.hpp for the choice of address).
@@ -296,6 +346,7 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   GroupSpec spec = world_spec("gloo", setup, "for rendezvous");
   const auto timeout = setup.timeout.count() > 0 ? setup.timeout : detail::kDefaultTimeout;
   detail::ignore_sigpipe();
+  detail::report_network_thread_failures();
   auto device = detail::open_device();
   auto comm = detail::connect(spec, setup.store, device, timeout);
   return std::make_unique<detail::GlooBackend>(std::move(comm), setup.store, std::move(device),

@@ -159,10 +159,7 @@ MPI_Datatype datatype(DType dtype) {
 
 MPI_Op reduction(ReduceOp op, DType dtype) {
   if (!reduce_op_supports(op, dtype)) {
-    throw InvalidArgument(fmt::format(
-        "reduce op '{}' is bitwise and the tensor is {}; bitwise ops need an integer or bool "
-        "tensor",
-        reduce_op_name(op), dtype_name(dtype)));
+    throw InvalidArgument(why_reduce_op_unsupported(op, dtype));
   }
   // MPI has no 16-bit floats and no bool arithmetic; its float min/max drop a NaN depending on
   // the operand order, where ours (and the simulator's) always propagate it.

@@ -36,7 +36,6 @@ ncclRedOp_t nccl_op(ReduceOp op, DType dtype) {
   if (dtype == DType::Bool) {
     switch (op) {
       case ReduceOp::Sum:
-      case ReduceOp::Mean:
       case ReduceOp::Max:
         return ncclMax;
       case ReduceOp::Product:
