@@ -75,6 +75,10 @@ def main():
                 continue
             if str(got) != want:
                 failures.append(f"{path} is {got!r}, expected {want!r}")
+        states = {"finished", "blocked", "failed", "crashed"}  # shared/API.md's vocabulary
+        odd = [row["rank"] for row in report["ranks"] if row["state"] not in states]
+        if odd:
+            failures.append(f"ranks {odd[:8]} have states outside {sorted(states)}")
         for part in args.contains:
             if part not in report["message"]:
                 failures.append(f"the message lacks {part!r}")

@@ -506,5 +506,32 @@ TEST(FailedWait, LeavesItsWorkCompletedWithTheError) {
   EXPECT_EQ(checked, (std::vector<int>{2, 1, 0}));
 }
 
+// A wait with a deadline of its own is the program's way to go on without the message: even
+// when no other event could ever happen (the peer waits for this rank), the deadline fires, as
+// it would for real, instead of the run ending as a deadlock.
+TEST(FailedWait, AWaitsOwnDeadlineFiresWhenNothingElseCan) {
+  bool timed_out = false;
+  sim::Report report = simulate(2, [&] {
+    Tensor t = Tensor::zeros({1}, DType::Int32);
+    if (get_rank() == 1) {
+      recv(t, 0);  // waits for rank 0's send, which comes after rank 0's timeout
+      EXPECT_EQ(t.item<int32_t>(), 7);
+      return;
+    }
+    Work w = irecv(t, 1, {}, 5);  // nobody sends this
+    try {
+      w.wait(200ms);
+      ADD_FAILURE() << "the wait returned";
+    } catch (const Timeout&) {
+      timed_out = true;
+    }
+    Tensor seven = Tensor::of<int32_t>({7});
+    send(seven, 1);
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_TRUE(timed_out);
+  EXPECT_EQ(report.virtual_time, std::chrono::nanoseconds(200ms));
+}
+
 }  // namespace
 }  // namespace ranks::testing

@@ -21,6 +21,7 @@ class SimWork final : public ranks::detail::WorkState {
   void block() override { engine.wait(owner, *this); }
   void block_for(std::chrono::milliseconds call_timeout) override {
     timeout = call_timeout;  // this call's deadline, not the group's
+    own_deadline = true;
     engine.wait(owner, *this);
   }
   void on_poll() override { engine.poll(owner, *this); }
@@ -36,6 +37,7 @@ class SimWork final : public ranks::detail::WorkState {
   int tag;
   Nanos started;
   Nanos timeout;
+  bool own_deadline = false;  // timeout is a Work::wait(timeout) call's
   // The op as this rank called it. The work owns it, so the tensors it holds are released when
   // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
   // freeing every rank's request at once when a collective completes defeats malloc's caches.

@@ -313,7 +313,9 @@ Report Engine::make_report() const {
         row.state = "crashed";
         break;
       case RankState::Runnable:
-        row.state = "running";
+        // Between ops when the run ended (another rank called exit()): stopped where it stood,
+        // in the schema's words blocked, in no op.
+        row.state = "blocked";
         break;
       case RankState::Blocked:
       case RankState::Stuck:
@@ -323,6 +325,9 @@ Report Engine::make_report() const {
     // A rank that failed between ops, or is between them, is in no op: its last one completed.
     const bool in_no_op = rank->failed_between_ops || rank->state == RankState::Runnable;
     if (in_no_op) row.error = rank->error;
+    if (rank->state == RankState::Runnable && row.error.empty()) {
+      row.error = "between ops when the run ended";
+    }
     if (rank->state != RankState::Finished && !in_no_op) {
       BlockInfo info = rank->block;
       // The front end may have rejected the rank's last op before the simulator saw it.

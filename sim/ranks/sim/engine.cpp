@@ -211,6 +211,7 @@ void Engine::wake(SimRank& rank) {
   boost::fibers::context* fiber = std::exchange(rank.fiber, nullptr);
   rank.state = RankState::Runnable;
   rank.deadline = never;
+  rank.own_deadline = false;
   rank.waiting_on = nullptr;
   waking_ = &rank;  // the scheduler's awakened() takes it: no lookup of the fiber's rank
   main_fiber_->schedule(fiber);
@@ -225,6 +226,7 @@ void Engine::wait(SimRank& rank, SimWork& work) {
     Nanos deadline =
         work.timeout.count() > 0 && now_ <= never - work.timeout ? now_ + work.timeout : never;
     rank.waiting_on = &work;
+    rank.own_deadline = work.own_deadline;
     block(rank, work.info, deadline);
     if (rank.wake_error) throw_wake_error(rank, work);
   }
@@ -360,17 +362,24 @@ void Engine::sleep_for(Nanos duration) {
 void Engine::on_idle() {
   Nanos next_event = events_.empty() ? never : events_.top().time;
   Nanos next_deadline = never;
+  Nanos next_own_deadline = never;
   for (const auto& rank : ranks_) {
-    if (rank->state == RankState::Blocked && rank->deadline < next_deadline) {
-      next_deadline = rank->deadline;
-    }
+    if (rank->state != RankState::Blocked) continue;
+    next_deadline = std::min(next_deadline, rank->deadline);
+    if (rank->own_deadline) next_own_deadline = std::min(next_own_deadline, rank->deadline);
   }
   // With no event pending nothing can ever change: every blocked rank would wait forever, and
   // reporting that as a deadlock beats reporting the timeouts it would eventually cause.
   if (next_event == never) {
-    // A dead peer under nccl is not a deadlock: the survivors' watchdogs time out.
+    // A dead peer under nccl is not a deadlock: the survivors' watchdogs time out. Nor is a
+    // rank waiting with a deadline of its own (Work::wait(timeout)): it goes on after it.
     if (!dead_.empty() && !peers_fail_fast_ && next_deadline != never) {
       now_ = next_deadline;
+      fire_deadlines(now_);
+      return;
+    }
+    if (next_own_deadline != never) {
+      now_ = next_own_deadline;
       fire_deadlines(now_);
       return;
     }

@@ -66,13 +66,16 @@ struct SimRank {
   RankState state = RankState::Runnable;
   boost::fibers::context* fiber = nullptr;  // while blocked
   Nanos deadline = never;                   // while blocked
-  BlockInfo block;                          // the op it last entered
-  SimWork* waiting_on = nullptr;            // the work it is blocked on, if any
-  std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
-  bool stopped_by_engine = false;           // woken to unwind a stuck run
-  int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
-  bool failed_between_ops = false;          // the body failed on its own, not inside an op
-  uint64_t polled_at = ~uint64_t{0};        // the engine's progress count at its last poll
+  // The deadline is the caller's own (Work::wait(timeout)), not the group's: the program expects
+  // the Timeout and goes on, so it fires even when nothing else could ever happen.
+  bool own_deadline = false;
+  BlockInfo block;                    // the op it last entered
+  SimWork* waiting_on = nullptr;      // the work it is blocked on, if any
+  std::exception_ptr wake_error;      // makes the blocking call throw when it wakes
+  bool stopped_by_engine = false;     // woken to unwind a stuck run
+  int64_t ops_entered = 0;            // for op=K faults: ops this rank has started
+  bool failed_between_ops = false;    // the body failed on its own, not inside an op
+  uint64_t polled_at = ~uint64_t{0};  // the engine's progress count at its last poll
   std::string error_kind;
   std::string error;
 };
