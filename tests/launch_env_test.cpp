@@ -87,6 +87,28 @@ TEST(InferLauncher, Precedence) {
   EXPECT_EQ(infer_launcher(Env({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"PMI_RANK", "0"}})), "mpi");
 }
 
+// ranks::main trusts mpirun over the SLURM allocation it runs in and over a stray WORLD_SIZE,
+// and torchrun's complete set over both.
+TEST(LauncherForMain, MpirunInsideAnAllocationIsMpi) {
+  const Env salloc({{"SLURM_NTASKS", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}});
+  EXPECT_EQ(infer_launcher(salloc), "slurm");  // MMEngine's order, unchanged
+  EXPECT_EQ(launcher_for_main(salloc), "mpi");
+  EXPECT_EQ(
+      launcher_for_main(
+          Env({{"SLURM_NTASKS", "3"}, {"SLURM_PROCID", "0"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"}})),
+      "mpi");
+  EXPECT_EQ(launcher_for_main(Env({{"WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}})),
+            "mpi");
+  EXPECT_EQ(launcher_for_main(Env({{"WORLD_SIZE", "8"},
+                                   {"RANK", "3"},
+                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                   {"SLURM_NTASKS", "3"}})),
+            "pytorch");
+  EXPECT_EQ(launcher_for_main(Env({{"SLURM_NTASKS", "3"}})), "slurm");
+  EXPECT_EQ(launcher_for_main(Env({{"WORLD_SIZE", "8"}})), "pytorch");  // then: RANK is not set
+  EXPECT_EQ(launcher_for_main(Env()), "none");
+}
+
 // ---- read_launch: dispatch --------------------------------------------------------------------
 
 TEST(ReadLaunch, UnknownLauncherListsTheValidOnes) {

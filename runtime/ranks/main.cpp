@@ -11,6 +11,7 @@
 #include "ranks/detail/fatal.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
+#include "ranks/launch/launcher.hpp"
 #include "ranks/sim.hpp"
 
 namespace ranks {
@@ -93,7 +94,7 @@ int run_simulated(const std::function<void()>& body) {
   return report.outcome == sim::Outcome::Ok ? 0 : 1;
 }
 
-bool launched_for_real() { return infer_launcher() != "none"; }
+std::string main_launcher() { return launch::launcher_for_main(launch::Env::process()); }
 
 }  // namespace
 
@@ -101,12 +102,12 @@ int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
   bool real = false;
   try {
     if (env("RANKS_SIM_WORLD_SIZE")) return run_simulated(body);
-    if (launched_for_real()) {
+    if (const std::string launcher = main_launcher(); launcher != "none") {
       real = true;
       InitOptions options;
       if (const char* backend = env("RANKS_BACKEND")) options.backend = backend;
       options.timeout = std::chrono::seconds(env_number("RANKS_TIMEOUT", 1800));
-      init_dist(infer_launcher(), options.backend, options);
+      init_dist(launcher, options.backend, options);
       current().started_by_main = true;  // the body's own init_process_group() adopts this
     }
     body();

@@ -44,7 +44,7 @@ bool needs_master(const InitOptions& options) {
 Membership membership(const InitOptions& options, const std::string& backend) {
   Membership m;
   launch::Env env = launch::Env::process();
-  std::string launcher = launch::infer_launcher(env);
+  std::string launcher = launch::launcher_for_main(env);
   const bool explicit_identity = options.rank >= 0 && options.world_size > 0;
   if (launcher != "none" && (!explicit_identity || needs_master(options))) {
     if (backend == "mpi" && !env.has("MASTER_ADDR")) env.set("MASTER_ADDR", "127.0.0.1");

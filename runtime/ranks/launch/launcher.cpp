@@ -17,6 +17,12 @@ std::string infer_launcher(const Env& env) {
   return "none";
 }
 
+std::string launcher_for_main(const Env& env) {
+  if (env.has("RANK") && env.has("WORLD_SIZE")) return "pytorch";
+  if (env.has("OMPI_COMM_WORLD_LOCAL_RANK")) return "mpi";
+  return infer_launcher(env);
+}
+
 LaunchInfo read_launch(std::string_view launcher, const Env& env) {
   if (launcher == "pytorch") return detail::read_pytorch(env);
   if (launcher == "slurm") return detail::read_slurm(env);

@@ -16,6 +16,14 @@ namespace ranks::launch {
 // So torchrun inside a SLURM allocation is "pytorch".
 std::string infer_launcher(const Env& env);
 
+// The launcher whose variables ranks::main and init_process_group read: infer_launcher's answer,
+// except that a process Open MPI's mpirun started (OMPI_COMM_WORLD_LOCAL_RANK) is "mpi" unless
+// torchrun's RANK and WORLD_SIZE are both set. salloc and sbatch export SLURM_* to everything in
+// the allocation, mpirun included, and a stray WORLD_SIZE in a shell is common; MMEngine's order
+// would then read variables that do not describe this job (MMEngine's users name the launcher
+// instead).
+std::string launcher_for_main(const Env& env);
+
 // Reads and validates what `launcher` ("pytorch" | "slurm" | "mpi") exported; see
 // detail/readers.hpp for each launcher's variables. An unknown launcher, a missing required
 // variable or an invalid value is an InvalidArgument naming the variable, its value and what was
