@@ -29,5 +29,34 @@ TEST(Reinit, DestroyAndInitAgainOnTheSameAddressManyTimes) {
   });
 }
 
+// Ranks given different world sizes (two nodes started with different -n) are told so at the
+// rendezvous, instead of waiting out their timeout for ranks that will never come.
+TEST(Reinit, RanksWithAnotherWorldSizeAreToldSoAtOnce) {
+  if (!backend_built("gloo")) GTEST_SKIP() << "gloo is not built";
+  run_processes("gloo", 2, [] {
+    const int rank = get_rank();
+    destroy_process_group();
+    InitOptions options;
+    options.backend = "gloo";
+    options.timeout = std::chrono::seconds(60);
+    options.rank = rank;
+    options.world_size = rank == 0 ? 2 : 3;  // rank 1 believes in a third rank
+    if (rank == 0) {
+      // Rank 0 hosts the store and waits for a rank 1 of its own world: it times out. Its
+      // store must outlive rank 1's check, so it waits with a short deadline of its own.
+      options.timeout = std::chrono::seconds(5);
+      EXPECT_THROW(init_process_group(options), Error);
+      return;
+    }
+    try {
+      init_process_group(options);
+      ADD_FAILURE() << "rank 1 joined a world of another size";
+    } catch (const RendezvousError& e) {
+      EXPECT_TRUE(Contains(e.what(), "rank 1 was started with world size 3, rank 0")) << e.what();
+      EXPECT_TRUE(Contains(e.what(), "with 2: every rank must be given the same WORLD_SIZE"));
+    }
+  });
+}
+
 }  // namespace
 }  // namespace ranks::testing

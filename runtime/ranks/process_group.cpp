@@ -92,9 +92,13 @@ std::map<std::string, std::vector<uint8_t>>& servers_joined() {
 std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const Membership& m,
                                       std::chrono::milliseconds timeout) {
   static const std::string identity_key = "ranks/server_identity";
+  // Rank 0's world size, written before the identity: a rank that sees the identity can read it.
+  static const std::string world_size_key = "ranks/world_size";
   std::vector<uint8_t>& seen = servers_joined()[fmt::format("{}:{}", host, port)];
   if (m.rank == 0) {
     auto store = std::make_shared<TCPStore>(host, port, m.world_size, true, timeout);
+    const std::string size = std::to_string(m.world_size);
+    store->set(world_size_key, std::vector<uint8_t>(size.begin(), size.end()));
     std::random_device entropy;
     std::vector<uint8_t> identity(16);
     for (auto& byte : identity) byte = static_cast<uint8_t>(entropy());
@@ -112,8 +116,18 @@ std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const M
       std::vector<uint8_t> identity = store->get(identity_key);
       if (identity != seen) {
         seen = std::move(identity);
+        const std::vector<uint8_t> size = store->get(world_size_key);
+        if (std::string(size.begin(), size.end()) != std::to_string(m.world_size)) {
+          throw RendezvousError(fmt::format(
+              "init_process_group: rank {} was started with world size {}, rank 0 (the "
+              "rendezvous server at {}:{}) with {}: every rank must be given the same "
+              "WORLD_SIZE (with ranks run, the same -n and --nnodes on every node)",
+              m.rank, m.world_size, host, port, std::string(size.begin(), size.end())));
+        }
         return store;
       }
+    } catch (const RendezvousError&) {
+      throw;
     } catch (const Error&) {
       if (seen.empty()) throw;  // a first join: nothing old to wait out
       // else: the old server went away under us; the new one may not be up yet
