@@ -49,6 +49,7 @@ def main():
         failures.append("no survivor names rank 1's error as the first failure")
         output += thrown.stdout + thrown.stderr
     failures += check_exit(command)
+    failures += check_return(command)
     failures += check_launcher_signal(command)
     finish(failures, output, [])
 
@@ -62,6 +63,20 @@ def check_exit(command):
             "exited with status 3" not in done.stderr:
         print(done.stdout + done.stderr)
         return [f"rank 1's exit(3) is not what ranks run names (exit {done.returncode})"]
+    return []
+
+
+def check_return(command):
+    """Rank 1 returns from its body early: the others fail for its sake (exit 75), and ranks run
+    says no rank failed on its own and names rank 1 as having exited 0 meanwhile."""
+    env = dict(os.environ, RETURN_RANK="1", RANKS_TIMEOUT="60")
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
+    expected = ["ranks run: no rank failed for a reason of its own: ranks 0, 2 stopped",
+                "ranks run: rank 1 exited with status 0 meanwhile"]
+    missing = [text for text in expected if text not in done.stderr]
+    if done.returncode != 75 or missing:
+        print(done.stdout + done.stderr)
+        return [f"rank 1's early return is not what ranks run names (exit {done.returncode})"]
     return []
 
 

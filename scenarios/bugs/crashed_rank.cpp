@@ -1,10 +1,11 @@
 // A crashed rank. Simulated, with a fault: rank 2 dies as it enters its third op. For real,
 // CRASH_RANK=R makes rank R abort() before its third all_reduce, FAIL_RANK=R makes it throw
 // instead (the others then name its error as the job's first failure), EXIT_RANK=R makes it
-// call exit(3), and STALL_RANK=R makes it sleep there for an hour (a hung rank, for launcher
-// tests). Under nccl the
-// survivors wait in their all_reduce until the watchdog timeout; under gloo and mpi they see the
-// dead peer at once (RankFailure). Either way the report says rank 2 failed first, and where.
+// call exit(3), STALL_RANK=R makes it sleep there for an hour (a hung rank, for launcher
+// tests), and RETURN_RANK=R makes it return from its body there (a rank that leaves early). Under
+// nccl the survivors wait in their all_reduce until the watchdog timeout; under gloo and mpi they
+// see the dead peer at once (RankFailure). Either way the report says rank 2 failed first, and
+// where.
 //   ranks sim -n 4 --fault crash:rank=2,op=3 -- bug_crashed_rank                 -> crash
 //   ranks sim -n 4 --backend gloo --fault crash:rank=2,op=3 -- bug_crashed_rank  -> crash
 
@@ -19,12 +20,14 @@ int main(int argc, char** argv) {
     const char* fail_rank = std::getenv("FAIL_RANK");
     const char* exit_rank = std::getenv("EXIT_RANK");
     const char* stall_rank = std::getenv("STALL_RANK");
+    const char* return_rank = std::getenv("RETURN_RANK");
     for (int step = 0; step < 5; ++step) {
       if (step == 2 && crash_rank && std::atoi(crash_rank) == ranks::get_rank()) std::abort();
       if (step == 2 && exit_rank && std::atoi(exit_rank) == ranks::get_rank()) std::exit(3);
       if (step == 2 && stall_rank && std::atoi(stall_rank) == ranks::get_rank()) {
         ranks::sleep_for(std::chrono::hours(1));
       }
+      if (step == 2 && return_rank && std::atoi(return_rank) == ranks::get_rank()) return;
       if (step == 2 && fail_rank && std::atoi(fail_rank) == ranks::get_rank()) {
         throw ranks::InvalidArgument("the data loader ran out of batches");
       }

@@ -358,10 +358,13 @@ int run(const RunArgs& args) {
   std::string report;
   if (blame_weight(first_failure->status) == 1) {
     // Every rank that ended did so because of another: the ones still running are the suspects.
-    std::vector<int> symptoms, running;
+    std::vector<int> symptoms, running, early;
     for (const Child& c : children) {
       if (c.stopped) running.push_back(c.rank);
       if (blame_weight(c.status) == 1) symptoms.push_back(c.rank);
+      if (c.exited && !c.stopped && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) {
+        early.push_back(c.rank);
+      }
     }
     report = fmt::format(
         "ranks run: no rank failed for a reason of its own: rank{} {} stopped on a timeout or a "
@@ -372,6 +375,14 @@ int run(const RunArgs& args) {
                                       running.size() == 1 ? "" : "s", fmt::join(running, ", "),
                                       running.size() == 1 ? "was" : "were",
                                       running.size() == 1 ? "was" : "were"));
+    if (!early.empty()) {
+      // In a healthy job every rank exits 0. One that did while the others failed for a peer's
+      // sake returned early, with ops still to do with them: the likely cause.
+      report += fmt::format(
+          "ranks run: rank{} {} exited with status 0 meanwhile; a rank that returns while the "
+          "others still have ops with it makes them fail\n",
+          early.size() == 1 ? "" : "s", fmt::join(early, ", "));
+    }
   } else {
     report = fmt::format("ranks run: rank {} (pid {}) {} first; the other ranks were stopped.\n",
                          first_failure->rank, first_failure->pid, how(first_failure->status));
