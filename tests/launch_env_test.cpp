@@ -376,8 +376,9 @@ TEST(Mpi, NoRankVariables) {
 
 TEST(Mpi, MasterAddrIsRequired) {
   EXPECT_EQ(read_error("mpi", {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}),
-            "mpi launcher: MASTER_ADDR is not set; expected the host name or address of the "
-            "machine running rank 0 (on a single machine, MASTER_ADDR=127.0.0.1)");
+            "mpi launcher: MASTER_ADDR is not set: under mpirun, RANKS_BACKEND=mpi (mpirun -x "
+            "RANKS_BACKEND=mpi) needs none; gloo and nccl need the host of rank 0 "
+            "(MASTER_ADDR=127.0.0.1 on one machine, passed with mpirun -x)");
 }
 
 TEST(Mpi, RankChecks) {

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "ranks/context.hpp"
@@ -20,14 +22,23 @@ namespace {
 
 const char* env(const char* name) { return std::getenv(name); }
 
-long long env_number(const char* name, long long fallback) {
+// max bounds the magnitude: RANKS_TIMEOUT is seconds made milliseconds and then nanoseconds,
+// which must not overflow into a negative deadline.
+long long env_number(const char* name, long long fallback,
+                     long long max = std::numeric_limits<long long>::max()) {
   const char* text = env(name);
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   long long value = std::strtoll(text, &end, 10);
   if (*end != '\0') {
     throw InvalidArgument(
         fmt::format("environment variable {}='{}' is not a whole number", name, text));
+  }
+  if (errno == ERANGE || value > max || value < -max) {
+    throw InvalidArgument(
+        fmt::format("environment variable {}='{}' is out of range (at most {} in absolute value)",
+                    name, text, max));
   }
   return value;
 }
@@ -106,9 +117,21 @@ int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
       real = true;
       InitOptions options;
       if (const char* backend = env("RANKS_BACKEND")) options.backend = backend;
-      options.timeout = std::chrono::seconds(env_number("RANKS_TIMEOUT", 1800));
+      options.timeout = std::chrono::seconds(env_number("RANKS_TIMEOUT", 1800, 1'000'000'000));
       init_dist(launcher, options.backend, options);
       current().started_by_main = true;  // the body's own init_process_group() adopts this
+    } else {
+      // MMEngine runs non-distributed here without a word; half of torchrun's variables is
+      // more often a launch script's slip than a wish.
+      for (const char* name : {"RANK", "LOCAL_RANK"}) {
+        if (env(name) != nullptr) {
+          std::fprintf(stderr,
+                       "ranks: note: %s is set but WORLD_SIZE is not, so this runs as one "
+                       "process, not distributed\n",
+                       name);
+          break;
+        }
+      }
     }
     body();
     destroy_process_group();

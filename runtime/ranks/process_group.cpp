@@ -107,6 +107,7 @@ std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const M
     return store;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string rank0_world_size;
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -115,19 +116,12 @@ std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const M
                                               std::max(left, std::chrono::milliseconds(1)));
       std::vector<uint8_t> identity = store->get(identity_key);
       if (identity != seen) {
-        seen = std::move(identity);
         const std::vector<uint8_t> size = store->get(world_size_key);
-        if (std::string(size.begin(), size.end()) != std::to_string(m.world_size)) {
-          throw RendezvousError(fmt::format(
-              "init_process_group: rank {} was started with world size {}, rank 0 (the "
-              "rendezvous server at {}:{}) with {}: every rank must be given the same "
-              "WORLD_SIZE (with ranks run, the same -n and --nnodes on every node)",
-              m.rank, m.world_size, host, port, std::string(size.begin(), size.end())));
-        }
-        return store;
+        seen = std::move(identity);
+        rank0_world_size.assign(size.begin(), size.end());
+        if (rank0_world_size == std::to_string(m.world_size)) return store;
+        break;
       }
-    } catch (const RendezvousError&) {
-      throw;
     } catch (const Error&) {
       if (seen.empty()) throw;  // a first join: nothing old to wait out
       // else: the old server went away under us; the new one may not be up yet
@@ -141,6 +135,11 @@ std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const M
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the old server is closing
   }
+  throw RendezvousError(fmt::format(
+      "init_process_group: rank {} was started with world size {}, rank 0 (the rendezvous server "
+      "at {}:{}) with {}: every rank must be given the same WORLD_SIZE (with ranks run, the same "
+      "-n and --nnodes on every node)",
+      m.rank, m.world_size, host, port, rank0_world_size));
 }
 
 std::shared_ptr<Store> make_store(const InitOptions& options, const Membership& m) {

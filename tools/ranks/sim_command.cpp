@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -225,8 +226,8 @@ Command add_sim_command(CLI::App& app) {
                                   "backend whose rules to emulate (default: nccl, or the backend a "
                                   "calibrated --model file was measured on)")
                       ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
-  auto* seed =
-      sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving");
+  auto* seed = sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving")
+                   ->check(CLI::Range(uint64_t{0}, uint64_t{std::numeric_limits<int64_t>::max()}));
   sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")
       ->excludes(seed);
   sim->add_option("--timeout", args->timeout_seconds, "per-op timeout in (virtual) seconds")

@@ -26,6 +26,14 @@ LaunchInfo read_mpi(const Env& env) {
         "the program with mpirun");
   }
   read_rank_vars(vars, open_mpi ? kOpenMpi : kMpich, info);
+  if (!env.has("MASTER_ADDR")) {
+    // The usual slip: mpirun without RANKS_BACKEND gets the default backend, which rendezvous
+    // over TCP; the mpi backend needs no address.
+    vars.fail(
+        "MASTER_ADDR is not set: under mpirun, RANKS_BACKEND=mpi (mpirun -x RANKS_BACKEND=mpi) "
+        "needs none; gloo and nccl need the host of rank 0 (MASTER_ADDR=127.0.0.1 on one "
+        "machine, passed with mpirun -x)");
+  }
   read_master_vars(vars, info);
   return info;
 }

@@ -75,7 +75,8 @@ Fd listen_on(int port) {
   if (last_error == EADDRINUSE) {
     throw RendezvousError(fmt::format(
         "tcp store server: port {} is already in use (another job's store, or a program still "
-        "holding it); choose another port (MASTER_PORT) or pass port 0 to pick a free one",
+        "holding it); choose another port (MASTER_PORT, ranks run --master-port), or leave "
+        "ranks run's --master-port out to let it pick a free one",
         port));
   }
   throw RendezvousError(
