@@ -44,7 +44,7 @@ const Table& expected_table(const std::string& backend) {
   static const Table gloo = {
       {OpKind::Barrier, {'Y', 'Y'}},   {OpKind::AllReduce, {'Y', 'S'}},
       {OpKind::Broadcast, {'Y', 'S'}}, {OpKind::Reduce, {'Y', 'N'}},
-      {OpKind::AllGather, {'Y', 'N'}}, {OpKind::Gather, {'Y', 'N'}},
+      {OpKind::AllGather, {'Y', 'S'}}, {OpKind::Gather, {'Y', 'N'}},
       {OpKind::Scatter, {'Y', 'N'}},   {OpKind::ReduceScatter, {'N', 'N'}},
       {OpKind::AllToAll, {'Y', 'N'}},  {OpKind::Send, {'Y', 'N'}},
       {OpKind::Recv, {'Y', 'N'}},      {OpKind::NewGroup, {'Y', 'Y'}},
@@ -108,12 +108,13 @@ TEST(Capabilities, GlooHasNoReduceScatterOnAnyDevice) {
   EXPECT_EQ(row->cuda, Support::No);
 }
 
-TEST(Capabilities, GlooCudaOnlyStagesBroadcastAndAllReduceAndHasBarrier) {
+// MMEngine moves all_reduce, all_gather and broadcast tensors to the comm device and back.
+TEST(Capabilities, GlooCudaStagesMmenginesThreeAndHasBarrier) {
   const BackendCapabilities& gloo = capabilities("gloo");
   for (OpKind op : all_ops) {
     SCOPED_TRACE(op_name(op));
     Support cuda = gloo.find(op)->cuda;
-    if (op == OpKind::Broadcast || op == OpKind::AllReduce) {
+    if (op == OpKind::Broadcast || op == OpKind::AllReduce || op == OpKind::AllGather) {
       EXPECT_EQ(cuda, Support::Staged);
     } else if (op == OpKind::Barrier || op == OpKind::NewGroup) {
       EXPECT_EQ(cuda, Support::Yes);
@@ -235,10 +236,10 @@ TEST(Capabilities, WhyUnsupportedNamesBackendOpAndDevice) {
             "the nccl backend does not support send on cpu tensors; move the tensor to a "
             "cuda device");
 
-  why = capabilities("gloo").why_unsupported(make_request(OpKind::AllGather, {cuda}, {cuda, cuda}));
+  why = capabilities("gloo").why_unsupported(make_request(OpKind::Gather, {cuda}, {cuda, cuda}));
   ASSERT_TRUE(why.has_value());
   EXPECT_EQ(*why,
-            "the gloo backend does not support all_gather on cuda tensors; move the tensor "
+            "the gloo backend does not support gather on cuda tensors; move the tensor "
             "to the cpu");
 
   // Neither device works: the note says what to do instead.

@@ -135,5 +135,30 @@ TEST(CommDevice, UnderGlooRanksMayMixCpuAndCudaTensors) {
   if (backend_built("gloo")) run_processes("gloo", 3, body);
 }
 
+// MMEngine moves all_reduce, all_gather and broadcast tensors to the comm device (cpu under gloo)
+// and back: a program written for GPUs runs under gloo unchanged, results on its own device.
+TEST(CommDevice, UnderGlooCudaTensorsOfMmenginesThreeOpsGoThroughTheHost) {
+  const auto body = [] {
+    const int rank = get_rank();
+    const Device gpu = Device::cuda(get_local_rank());
+    Tensor mine = Tensor::of<int32_t>({rank, 10 * rank}, gpu);
+    std::vector<Tensor> parts = all_gather(mine);
+    ASSERT_EQ(parts.size(), 3u);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(parts[static_cast<size_t>(r)].to_vector<int32_t>(),
+                (std::vector<int32_t>{r, 10 * r}));
+      EXPECT_EQ(parts[static_cast<size_t>(r)].device(), gpu);
+    }
+    Tensor sum = Tensor::of<int32_t>({rank + 1}, gpu);
+    all_reduce(sum);
+    EXPECT_EQ(sum.item<int32_t>(), 6);
+    Tensor root_value = Tensor::of<int32_t>({rank == 2 ? 42 : 0}, gpu);
+    broadcast(root_value, 2);
+    EXPECT_EQ(root_value.item<int32_t>(), 42);
+  };
+  run_ranks(3, body, options_for("gloo"));
+  if (backend_built("gloo")) run_processes("gloo", 3, body);
+}
+
 }  // namespace
 }  // namespace ranks::testing

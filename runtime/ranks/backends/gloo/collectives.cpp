@@ -75,7 +75,8 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
-// The capability table stages cuda tensors of broadcast and all_reduce through host memory
+// The capability table stages cuda tensors of broadcast, all_reduce and all_gather through host
+// memory
 // (Debian's gloo has no cuda); in a build without cuda such a tensor is host memory already, and
 // the staging is one copy each way.
 Tensor on_host(const Tensor& t) { return t.device().is_cuda() ? t.to(Device::cpu()) : t; }
@@ -240,9 +241,15 @@ bool overlap(const Tensor& a, const Tensor& b) {
          b_begin < a_begin + a.nbytes();
 }
 
+void all_gather_on_host(const Op& op, const Tensor& in);
+
 void all_gather(const Op& op) {
   Tensor& in = op.request.inputs.front();
   if (in.numel() == 0) return;
+  if (in.device().is_cuda()) {
+    all_gather_on_host(op, in);
+    return;
+  }
   Receive received =
       receive_into(op.request.outputs, in, in.nbytes() * static_cast<size_t>(op.size()));
   if (op.comm.reverse_lane() != nullptr) {
@@ -262,6 +269,19 @@ void all_gather(const Op& op) {
     op.keep(options);
   });
   scatter_out(received, op.request.outputs);
+}
+
+// cuda tensors: gathered into host memory, then each piece copied to its cuda output.
+void all_gather_on_host(const Op& op, const Tensor& in) {
+  TensorList host_outputs;
+  for (const Tensor& out : op.request.outputs) {
+    host_outputs.push_back(Tensor::empty(out.shape(), out.dtype(), Device::cpu()));
+  }
+  OpRequest staged = op.request;
+  staged.inputs = TensorList{on_host(in)};
+  staged.outputs = host_outputs;
+  all_gather(Op{op.comm, op.context, staged, op.tag, op.timeout});
+  for (size_t i = 0; i < host_outputs.size(); ++i) op.request.outputs[i].copy_(host_outputs[i]);
 }
 
 void gather(const Op& op) {
