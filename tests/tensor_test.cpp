@@ -134,6 +134,13 @@ TEST(Tensor, SizeOverflowIsRejected) {
                        "too large"));
   EXPECT_THROW((void)Tensor::empty({big, 2}, DType::Int64), InvalidArgument);  // bytes overflow
   EXPECT_THROW((void)Tensor::empty({big, big, big}, DType::UInt8), InvalidArgument);
+  // A size that fits the type but not the machine (4 PiB): a ranks::Error saying how much.
+  try {
+    (void)Tensor::empty({int64_t{1} << 50}, DType::Float32);
+    ADD_FAILURE() << "4 PiB were allocated";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "cannot allocate 4503599627370496 bytes")) << e.what();
+  }
   // A zero dimension makes even huge shapes empty.
   Tensor t = Tensor::empty({std::numeric_limits<int64_t>::max(), 0, big}, DType::Float64);
   EXPECT_EQ(t.numel(), 0);

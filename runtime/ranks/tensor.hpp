@@ -59,7 +59,9 @@ class Tensor {
   }
   // Borrows: the caller keeps data alive for as long as any copy of the tensor is used.
   static Tensor from_blob(void* data, std::vector<int64_t> shape, DType, Device);
-  // Takes ownership of a DLPack tensor (calls its deleter when the last copy goes away).
+  // Takes ownership of a DLPack tensor (calls its deleter when the last copy goes away). When it
+  // throws (a layout or dtype it cannot import), it takes nothing: the caller still owns the
+  // tensor and calls its deleter, as with a PyTorch capsule that failed to import.
   static Tensor from_dlpack(DLManagedTensor*);
   // A new DLManagedTensor that keeps this tensor's memory alive until its deleter is called.
   DLManagedTensor* to_dlpack() const;

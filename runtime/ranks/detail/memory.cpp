@@ -60,7 +60,15 @@ std::shared_ptr<void> allocate(Device device, size_t bytes) {
   }
   // operator new returns a unique non-null pointer even for zero bytes, which keeps zero-element
   // tensors defined.
-  void* p = ::operator new (bytes, std::align_val_t{kAllocationAlignment});
+  void* p = nullptr;
+  try {
+    p = ::operator new (bytes, std::align_val_t{kAllocationAlignment});
+  } catch (const std::bad_alloc&) {
+    // A shape computed wrongly (a size from another rank, an overflowed product) is the usual
+    // cause: say how much was asked for, as a ranks::Error the caller can catch with the rest.
+    throw Error(fmt::format("cannot allocate {} bytes ({:.1f} GiB) of host memory for a tensor",
+                            bytes, static_cast<double>(bytes) / (1u << 30)));
+  }
   return std::shared_ptr<void>(
       p, [](void* q) { ::operator delete (q, std::align_val_t{kAllocationAlignment}); });
 }
