@@ -24,7 +24,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version succeed; every bad command line exits 2, as the tool's own checks
+    // and most Unix tools do, not with CLI11's internal codes (105, 106, ...).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   try {
     if (app.got_subcommand("sim")) return sim();
