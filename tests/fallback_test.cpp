@@ -181,6 +181,23 @@ TEST(Fallback, InferLauncherPrecedence) {
   EXPECT_EQ(infer_launcher(), "pytorch");
 }
 
+// Under the simulator a rank answers as under `ranks run` with the same backend: a program that
+// picks its path by launcher must take the distributed one there too.
+TEST(Fallback, InferLauncherInTheSimulatorIsWhatRanksRunWouldGive) {
+  EnvGuard env({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_LOCAL_RANK"});
+  env.unset_all();
+  for (const char* backend : {"nccl", "gloo", "mpi"}) {
+    std::vector<std::string> seen;
+    sim::Options options = options_for(backend);
+    options.world_size = 2;
+    sim::Report report = sim::run(options, [&] { seen.push_back(infer_launcher()); });
+    EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+    const std::string want = std::string(backend) == "mpi" ? "mpi" : "pytorch";
+    EXPECT_EQ(seen, (std::vector<std::string>{want, want})) << backend;
+  }
+  EXPECT_EQ(infer_launcher(), "none");  // and outside it, the environment's answer again
+}
+
 TEST(Fallback, InferLauncherRestoresTheEnvironment) {
   // The guard above must leave the environment as it found it.
   const char* before = std::getenv("WORLD_SIZE");

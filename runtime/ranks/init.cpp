@@ -22,7 +22,15 @@ void init_dist(std::string_view launcher, std::string_view backend, InitOptions 
   init_process_group(options);
 }
 
-std::string infer_launcher() { return launch::infer_launcher(launch::Env::process()); }
+std::string infer_launcher() {
+  // A simulated rank answers as the same program would under `ranks run` with that backend (the
+  // torchrun variables, or mpirun for mpi), so that a program choosing its path by launcher takes
+  // the distributed one in the simulator too; the simulator sets no launcher variables.
+  if (detail::simulating_on_this_thread() && current().initialized) {
+    return current().backend_name == "mpi" ? "mpi" : "pytorch";
+  }
+  return launch::infer_launcher(launch::Env::process());
+}
 
 void destroy_process_group() { current().reset(); }
 
