@@ -104,6 +104,38 @@ TEST(Calibrate, FindsTwoProtocolsAndTheirBreakpoint) {
   EXPECT_NEAR(model.intra.beta_Bps, 8e9, 8e3);
 }
 
+// Open MPI on one machine switches protocol (and falls out of a cache level) several times
+// between 8 B and 2 MiB. Six regimes, each exact alpha-beta, each a jump from the last: the
+// default calibration finds all six ranges and their ends. Four ranges, the old limit, cannot.
+TEST(Calibrate, FindsSixRegimesAndTheirEnds) {
+  struct Regime {
+    double up_to, latency, bandwidth;
+  };
+  const Regime regimes[] = {{64, 0.3e-6, 2e9},   {512, 1e-6, 1e9},     {4096, 4e-6, 3e9},
+                            {32768, 12e-6, 6e9}, {262144, 30e-6, 9e9}, {2 << 20, 150e-6, 4e9}};
+  std::vector<Sample> samples;
+  for (double s : sweep(8, 2 << 20)) {
+    const Regime& r = *std::find_if(std::begin(regimes), std::end(regimes),
+                                    [&](const Regime& g) { return s <= g.up_to; });
+    samples.push_back({"sendrecv", 2, LinkClass::Intra, s, r.latency + s / r.bandwidth});
+  }
+  CostModel model = calibrate(samples, "six", "test");
+  const auto& segments = model.ops.at("sendrecv").intra;
+  ASSERT_EQ(segments.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(segments[i].up_to_bytes, i == 5 ? unlimited : regimes[i].up_to) << i;
+    EXPECT_NEAR(segments[i].beta_Bps, regimes[i].bandwidth, regimes[i].bandwidth * 1e-6) << i;
+  }
+  for (const Sample& s : samples) EXPECT_LT(relative_error(model, s), 1e-9) << s.bytes;
+
+  CalibrationOptions four;
+  four.max_segments = 4;
+  CostModel coarse = calibrate(samples, "four", "test", four);
+  double worst = 0;
+  for (const Sample& s : samples) worst = std::max(worst, relative_error(coarse, s));
+  EXPECT_GT(worst, 0.05);
+}
+
 TEST(Calibrate, InterNodeMeasurementsFitTheInterLinks) {
   std::vector<Sample> samples;
   for (double s : sweep(1024, 1 << 24)) {

@@ -18,6 +18,24 @@ def main(ranks, fixture, work):
     fitted = json.load(open(model, encoding="utf-8"))
     assert fitted["backend"] == "gloo", fitted
     assert set(fitted["ops"]) == {"all_reduce", "sendrecv"}, fitted["ops"].keys()
+    # --check judges the fitted model on other measurements: the same points measured twice as
+    # slow are at least 35 % off wherever the fit is within 30 % of the fixture.
+    slower = os.path.join(work, "slower.jsonl")
+    with open(fixture, encoding="utf-8") as src, open(slower, "w", encoding="utf-8") as dst:
+        for line in src:
+            row = json.loads(line)
+            row["time_us"] *= 2
+            dst.write(json.dumps(row) + "\n")
+    done = subprocess.run([ranks, "calibrate", fixture, "-o", model, "--check", slower],
+                          check=True, capture_output=True, text=True)
+    tables = done.stderr.split("it was not fitted to")
+    assert len(tables) == 2, done.stderr
+    fitted_worst = [float(l.split()[2].rstrip("%")) for l in tables[0].splitlines()
+                    if l.startswith("  ") and l.split()[0] != "op"]
+    held_worst = [float(l.split()[2].rstrip("%")) for l in tables[1].splitlines()
+                  if l.startswith("  ") and l.split()[0] != "op"]
+    assert fitted_worst and len(held_worst) == len(fitted_worst), done.stderr
+    assert max(fitted_worst) < 30 and min(held_worst) >= 35, done.stderr
     out = os.path.join(work, "report")
     subprocess.run([ranks, "report", fixture, "--model", f"gloo={model}", "-o", out,
                     "--title", "fixture report"], check=True)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -105,8 +106,13 @@ Fit fit_range(const std::string& family, const std::vector<const Sample*>& sampl
       rows.push_back(row(family, a, *s));
       y.push_back(s->seconds);
     }
-    // Fewer unknowns first, so an equally good simpler fit wins.
+    // Fewer unknowns first, so an equally good simpler fit wins. A fit keeps at least one
+    // sample more than it has unknowns (one unknown for one sample): two sizes fitted by a
+    // latency and a bandwidth are met exactly whatever they are, so their range's zero error
+    // would say nothing, and noise would earn ranges of its own.
+    const int most_unknowns = std::max(1, static_cast<int>(samples.size()) - 1);
     for (unsigned mask : {2u, 4u, 6u, 1u, 5u, 3u, 7u}) {
+      if (std::popcount(mask) > most_unknowns) continue;
       std::vector<double> weights(samples.size(), 1.0);
       for (int step = 0; step <= kLawsonSteps; ++step) {
         auto p = solve(rows, y, mask, weights);
@@ -129,66 +135,78 @@ Fit fit_range(const std::string& family, const std::vector<const Sample*>& sampl
   return best;
 }
 
-// Every way to cut the sorted sizes into `parts` ranges of at least `min_sizes` sizes each.
-void cuts(size_t sizes, int parts, size_t min_sizes, std::vector<size_t>& current,
-          std::vector<std::vector<size_t>>& out) {
-  const size_t begin = current.empty() ? 0 : current.back();
-  if (parts == 1) {
-    if (sizes - begin >= min_sizes) out.push_back(current);
-    return;
-  }
-  for (size_t end = begin + min_sizes; end + min_sizes <= sizes; ++end) {
-    current.push_back(end);
-    cuts(sizes, parts - 1, min_sizes, current, out);
-    current.pop_back();
-  }
-}
-
+// The best plan of size ranges for one family. A plan is scored by the sum, over its ranges, of
+// each range's worst error times its sample count (each sample counts with its own range's worst
+// error: a range that one noisy size keeps at 25 % must not stop another range from fitting its
+// sizes to 5 %, which judging the plan by its single worst point would), so for a given number of
+// ranges the best plan is found by dynamic programming over contiguous ranges of sorted sizes:
+// each of the O(sizes^2) ranges is fitted once, not once per plan that contains it.
 std::vector<Segment> fit_family(const std::string& family, const std::vector<const Sample*>& all,
                                 const CalibrationOptions& options) {
   std::vector<double> sizes;
   for (const Sample* s : all) sizes.push_back(s->bytes);
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  const size_t n_sizes = sizes.size();
   const size_t min_sizes = std::max<size_t>(1, static_cast<size_t>(options.min_sizes_per_segment));
+  const size_t max_parts = static_cast<size_t>(std::max(1, options.max_segments));
 
-  std::vector<Segment> best;
-  double best_score = unlimited;
-  for (int parts = 1; parts <= options.max_segments; ++parts) {
-    std::vector<std::vector<size_t>> plans;
-    std::vector<size_t> current;
-    cuts(sizes.size(), parts, parts == 1 ? 1 : min_sizes, current, plans);
-    for (const auto& plan : plans) {
-      std::vector<Segment> segments;
-      // Each sample counts with its own range's worst error: a range that one noisy size keeps
-      // at 25 % must not stop another range from fitting its sizes to 5 %, which judging the
-      // plan by its single worst point would.
-      double weighted_worst = 0;
-      size_t begin = 0;
-      for (size_t p = 0; p <= plan.size(); ++p) {
-        const size_t end = p < plan.size() ? plan[p] : sizes.size();
-        const double low = sizes[begin], high = sizes[end - 1];
-        std::vector<const Sample*> part;
-        for (const Sample* s : all) {
-          if (s->bytes >= low && s->bytes <= high) part.push_back(s);
-        }
-        Fit fit = fit_range(family, part);
-        fit.segment.up_to_bytes = end == sizes.size() ? unlimited : high;
-        weighted_worst += fit.max_error * static_cast<double>(part.size());
-        segments.push_back(fit.segment);
-        begin = end;
+  // fits[b][e]: the range of sizes [b, e) and its cost (worst error x samples).
+  struct RangeFit {
+    Fit fit;
+    double cost = unlimited;
+    bool fitted = false;
+  };
+  std::vector<std::vector<RangeFit>> fits(n_sizes, std::vector<RangeFit>(n_sizes + 1));
+  auto range = [&](size_t b, size_t e) -> const RangeFit& {
+    RangeFit& r = fits[b][e];
+    if (!r.fitted) {
+      r.fitted = true;
+      std::vector<const Sample*> part;
+      for (const Sample* s : all) {
+        if (s->bytes >= sizes[b] && s->bytes <= sizes[e - 1]) part.push_back(s);
       }
-      // Another range must earn its keep: cut the worst error by 10% of itself and by 2
-      // percentage points, or it is fitting noise.
-      const double worst = weighted_worst / static_cast<double>(all.size());
-      const double score = worst * (1 + 0.1 * (parts - 1)) + 0.02 * (parts - 1);
-      if (score < best_score) {
-        best_score = score;
-        best = segments;
+      r.fit = fit_range(family, part);
+      r.fit.segment.up_to_bytes = e == n_sizes ? unlimited : sizes[e - 1];
+      r.cost = r.fit.max_error * static_cast<double>(part.size());
+    }
+    return r;
+  };
+
+  // best[p][e]: the cheapest cut of sizes [0, e) into p ranges; from[p][e] where its last begins.
+  std::vector<std::vector<double>> best(max_parts + 1, std::vector<double>(n_sizes + 1, unlimited));
+  std::vector<std::vector<size_t>> from(max_parts + 1, std::vector<size_t>(n_sizes + 1, 0));
+  std::vector<Segment> chosen;
+  double chosen_score = unlimited;
+  for (size_t parts = 1; parts <= max_parts; ++parts) {
+    // One range may be any length; with several, each holds at least min_sizes sizes.
+    const size_t least = parts == 1 ? 1 : min_sizes;
+    for (size_t e = parts * least; e <= n_sizes; ++e) {
+      for (size_t b = (parts - 1) * least; b + least <= e; ++b) {
+        const double before = parts == 1 ? (b == 0 ? 0.0 : unlimited) : best[parts - 1][b];
+        if (before == unlimited) continue;
+        const double cost = before + range(b, e).cost;
+        if (cost < best[parts][e]) {
+          best[parts][e] = cost;
+          from[parts][e] = b;
+        }
+      }
+    }
+    if (best[parts][n_sizes] == unlimited) continue;
+    // Another range must earn its keep: cut the worst error by 10% of itself and by 2
+    // percentage points, or it is fitting noise.
+    const double worst = best[parts][n_sizes] / static_cast<double>(all.size());
+    const double score =
+        worst * (1 + 0.1 * static_cast<double>(parts - 1)) + 0.02 * static_cast<double>(parts - 1);
+    if (score < chosen_score) {
+      chosen_score = score;
+      chosen.assign(parts, Segment{});
+      for (size_t p = parts, e = n_sizes; p > 0; e = from[p][e], --p) {
+        chosen[p - 1] = range(from[p][e], e).fit.segment;
       }
     }
   }
-  return best;
+  return chosen;
 }
 
 }  // namespace

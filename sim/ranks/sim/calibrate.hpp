@@ -2,9 +2,9 @@
 // Fitting a cost model to measurements (`ranks calibrate`): for each op family and link class,
 // weighted least squares of time = overhead + steps(n) * alpha + factor(n) * bytes / beta over
 // every measured size and world size (for world sizes nobody measured), and again per measured
-// world size (which wins at that size), in up to four size ranges, each with the algorithm
-// whose shape fits best. Weights are 1 / time, so the fit minimises relative error, which is
-// what the report's error table measures.
+// world size (which wins at that size), in up to eight size ranges (by default), each with the
+// algorithm whose shape fits best. Weights are 1 / time, so the fit minimises relative error, which
+// is what the report's error table measures.
 
 #include <string>
 #include <vector>
@@ -22,7 +22,7 @@ struct Sample {
 };
 
 struct CalibrationOptions {
-  int max_segments = 4;
+  int max_segments = 8;
   int min_sizes_per_segment = 1;
 };
 
