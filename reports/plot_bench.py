@@ -56,11 +56,34 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+# Row fields that make another series when they differ between rows of one label (the same
+# world size on one node and on four, or float32 beside bfloat16): named in the label only then,
+# so a plain sweep keeps its short labels.
+DISTINGUISHING = (
+    ("ranks_per_node", lambda v: f"{v}/node"),
+    ("dtype", str),
+    ("redop", str),
+    ("in_place", lambda v: "in place" if v else "out of place"),
+)
+
+
 def group(rows):
     """{op: {label: {size: row}}}, keeping the last row per size (a re-run replaces)."""
+    varying = collections.defaultdict(set)  # (op, base label) -> fields with several values
+    seen = collections.defaultdict(dict)
+    for row in rows:
+        key = (row["op"], series_label(row))
+        for field, _ in DISTINGUISHING:
+            value = row.get(field)
+            if field in seen[key] and seen[key][field] != value:
+                varying[key].add(field)
+            seen[key].setdefault(field, value)
     ops = collections.OrderedDict()
     for row in rows:
-        ops.setdefault(row["op"], collections.OrderedDict()).setdefault(series_label(row), {})[
+        key = (row["op"], series_label(row))
+        parts = [show(row.get(field)) for field, show in DISTINGUISHING if field in varying[key]]
+        label = key[1] + (f" ({', '.join(parts)})" if parts else "")
+        ops.setdefault(row["op"], collections.OrderedDict()).setdefault(label, {})[
             row["bytes"]
         ] = row
     return ops

@@ -53,6 +53,10 @@ TEST(Bench, SizeSweep) {
   EXPECT_EQ(bench::size_sweep(8, 64, 2, 0), (std::vector<size_t>{8, 16, 32, 64}));
   EXPECT_EQ(bench::size_sweep(100, 400, 2, 100), (std::vector<size_t>{100, 200, 300, 400}));
   EXPECT_THROW(bench::size_sweep(0, 8, 2, 0), InvalidArgument);
+  // A fraction grows large sizes but rounds a small one back to itself: refused, not an
+  // endless sweep (4 x 1.1 = 4.4 -> 4).
+  EXPECT_EQ(bench::size_sweep(64, 100, 1.5, 0), (std::vector<size_t>{64, 96}));
+  EXPECT_THROW(bench::size_sweep(4, 64, 1.1, 0), InvalidArgument);
 }
 
 TEST(Bench, TheCheckCountsWrongElements) {

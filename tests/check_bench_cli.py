@@ -80,6 +80,36 @@ def main(ranks, work):
         assert done.returncode != 0, done
         assert f'{bad}:1: not a ranks-bench JSON line: "time_us" is not a number' in done.stderr, \
             done.stderr
+    # Values a reader would take silently are refused with file and line: a world size of 2.5,
+    # a negative size, an op no model prices, a ranks_per_node of null.
+    for field, value, said in (("world_size", "2.5", '"world_size" must be a whole number >= 1'),
+                               ("bytes", "-8", '"bytes" must be >= 0'),
+                               ("op", '"alltoallv"', "\"op\" 'alltoallv' is not one of"),
+                               ("ranks_per_node", "null", '"ranks_per_node" must be a whole')):
+        row = {"backend": "gloo", "world_size": 2, "op": "all_reduce", "bytes": 8, "time_us": 3}
+        with open(bad, "w") as f:
+            f.write(json.dumps(row)[:-1] + f', "{field}_": 0' + "}\n")  # a valid first line
+            row_text = json.dumps(row)
+            row_text = row_text.replace(f'"{field}": {json.dumps(row.get(field))}',
+                                        f'"{field}": {value}') if field in row else \
+                row_text[:-1] + f', "{field}": {value}' + "}"
+            f.write(row_text + "\n")
+        done = subprocess.run([ranks, "calibrate", bad], capture_output=True, text=True)
+        assert done.returncode != 0 and f"{bad}:2: " in done.stderr and said in done.stderr, \
+            (field, done.stderr)
+    # Rows of one rank are left out of a fit, with a note (the simulator prices them at 0).
+    with open(bad, "w") as f:
+        for n, us in ((1, 50.0), (2, 80.0), (4, 160.0)):
+            for size in (1024, 4096, 16384):
+                f.write(json.dumps({"backend": "gloo", "world_size": n, "op": "all_reduce",
+                                    "bytes": size, "time_us": us + size / 1e3}) + "\n")
+    done = subprocess.run([ranks, "calibrate", bad, "-o", os.path.join(work, "m.json")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "left out 3 rows of world size 1" in done.stderr, done.stderr
+    assert "all_reduce           1" not in done.stderr, done.stderr
+    # A directory is not a results file.
+    done = subprocess.run([ranks, "calibrate", work], capture_output=True, text=True)
+    assert done.returncode != 0 and "is a directory" in done.stderr, done.stderr
     # Options the chosen mode would ignore are refused.
     for args in (["--model", "h100-nvlink-ib"], ["--ranks-per-node", "2"], ["--shapes-only"]):
         done = subprocess.run([ranks, "bench", "-n", "2", *args, "--", "-e", "8"],

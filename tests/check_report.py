@@ -52,6 +52,19 @@ def main(ranks, fixture, work):
         assert part in summary, f"summary.md lacks {part!r}"
     rows = [json.loads(l) for l in open(os.path.join(out, "results.jsonl"), encoding="utf-8")]
     assert all("predicted_us" in r for r in rows), "every gloo row gets a prediction"
+    # One world size on one node and on four are two series, not one with rows overwritten.
+    nodes = os.path.join(work, "nodes.jsonl")
+    with open(nodes, "w", encoding="utf-8") as f:
+        for per_node, us in ((16, 23.0), (4, 59.0)):
+            for size in (4096, 1 << 20):
+                f.write(json.dumps({"backend": "gloo", "world_size": 16, "ranks_per_node": per_node,
+                                    "op": "all_reduce", "bytes": size, "time_us": us}) + "\n")
+    out = os.path.join(work, "nodes")
+    subprocess.run([ranks, "report", nodes, "-o", out], check=True, capture_output=True)
+    summary = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
+    for label in ("gloo n=16 (16/node)", "gloo n=16 (4/node)"):
+        assert f"| all_reduce | {label} |" in summary or f" {label} µs |" in summary, \
+            f"summary.md lacks the series {label!r}:\n{summary}"
     print("check_report: ok")
 
 

@@ -5,6 +5,7 @@
 #include "ranks/sim/cost_model.hpp"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -245,6 +246,44 @@ TEST(CostModel, BadModelsAreClearErrors) {
   EXPECT_THROW(sim::parse_cost_model("{not json", "t"), InvalidArgument);
 }
 
+// What a hand-edited file gets wrong most: a misspelt key, an algorithm the op does not have, a
+// world size that is not one, a backend that does not exist. Each is refused naming the file
+// and the place, where it used to load with a default or fail later inside the user's program.
+TEST(CostModel, ModelFileMistakesNameTheFileAndThePlace) {
+  auto refused = [](const char* json) -> std::string {
+    try {
+      sim::parse_cost_model(json, "mine.json");
+    } catch (const InvalidArgument& e) {
+      return e.what();
+    }
+    return "loaded";
+  };
+  EXPECT_THAT(refused(R"({"links": {"intra": {"alpa_us": 3}}})"),
+              ::testing::AllOf(::testing::HasSubstr("mine.json"),
+                               ::testing::HasSubstr("unknown key \"alpa_us\"")));
+  EXPECT_THAT(refused(R"({"links": {"inetr": {"alpha_us": 3}}})"),
+              ::testing::HasSubstr("unknown key \"inetr\""));
+  EXPECT_THAT(refused(R"({"ops": {"all_reduce": {"intra": [{"algorithm": "direct"}]}}})"),
+              ::testing::AllOf(::testing::HasSubstr("mine.json all_reduce"),
+                               ::testing::HasSubstr("has no direct algorithm")));
+  for (const char* n : {"four", "4x", "-4", "1"}) {
+    const std::string json =
+        fmt::format(R"({{"ops": {{"all_reduce": {{"intra_by_world_size": {{"{}": []}}}}}}}})", n);
+    EXPECT_THAT(refused(json.c_str()), ::testing::HasSubstr("must be a whole number >= 2")) << n;
+  }
+  EXPECT_THAT(
+      refused(R"({"backend": "nccl2"})"),
+      ::testing::AllOf(::testing::HasSubstr("mine.json"), ::testing::HasSubstr("backend 'nccl2'")));
+  EXPECT_THAT(refused(R"({"links": {"inter": {"alpha_us": 3, "rails": 0}}})"),
+              ::testing::HasSubstr("rails must be >= 1"));
+  EXPECT_EQ(refused(R"({"links": {"inter": {"alpha_us": 12, "beta_GBps": 50, "rails": 8}},
+                        "ops": {"all_gather": {"algorithm": "ring", "intra_by_world_size":
+                                {"4": [{"algorithm": "auto", "alpha_us": 1}]}}}})"),
+            "loaded");
+  EXPECT_THROW(sim::load_cost_model(std::filesystem::temp_directory_path().string()),
+               InvalidArgument);
+}
+
 TEST(CostModel, PresetsPredictTheirSourcesFigures) {
   // 8xH100 ring all_reduce at 1 GiB: busbw near NCCL's measured 370 GB/s (nccl#1455).
   auto h100 = sim::cost_model_preset("h100-nvlink-ib");
@@ -255,13 +294,92 @@ TEST(CostModel, PresetsPredictTheirSourcesFigures) {
   EXPECT_LT(busbw, 371);
   // Two such nodes: a collective leaves each node through its 8 NDR ports (8 x 50 GB/s, one
   // channel per rail), so NVLink's 370 GB/s still bounds it, less 30 steps of 12 us.
-  t = sim::predict(h100, "all_reduce", 16, bytes, LinkClass::Inter).seconds;
+  t = sim::predict(h100, "all_reduce", 16, bytes, LinkClass::Inter, 8).seconds;
   busbw = bytes / t * 2 * 15 / 16 / 1e9;
   EXPECT_GT(busbw, 300);
   EXPECT_LT(busbw, 371);
   // A message between nodes leaves through its sender's one port: 50 GB/s.
   t = sim::predict(h100, "sendrecv", 2, bytes, LinkClass::Inter).seconds;
   EXPECT_NEAR(bytes / t / 1e9, 50, 0.1);
+}
+
+// A price beyond the 64-bit nanosecond clock (292 years) fails the op on every rank with a
+// message about the model, instead of wrapping to a time of 0 and an outcome of ok.
+TEST(CostModel, APriceBeyondTheVirtualClockIsAnError) {
+  auto path = std::filesystem::temp_directory_path() / fmt::format("ranks-huge-{}.json", getpid());
+  std::ofstream(path) << R"({"links": {"intra": {"alpha_us": 5e15, "beta_GBps": 10}}})";
+  sim::Options options = default_options();
+  options.model = path.string();
+  sim::Report report = simulate(
+      4,
+      [] {
+        auto t = Tensor::zeros({4}, DType::Float32);
+        all_reduce(t);
+      },
+      options);
+  std::filesystem::remove(path);
+  EXPECT_NE(report.outcome, sim::Outcome::Ok);
+  EXPECT_NE(report.to_text().find("beyond the virtual clock"), std::string::npos)
+      << report.to_text();
+}
+
+// A group with k members on a node uses k of its rails between nodes: one member per node (data
+// parallel across nodes) has one 50 GB/s port per step, four have 200 GB/s, eight are bound by
+// NVLink's 370. Messages and all_to_all keep one port whatever the layout.
+TEST(CostModel, BetweenNodesACollectiveUsesARailPerMemberOnANode) {
+  auto h100 = sim::cost_model_preset("h100-nvlink-ib");
+  const int n = 16;
+  const double bytes = 1 << 30, alpha = 12e-6;
+  for (auto [members, beta] : {std::pair{1, 50e9}, std::pair{4, 200e9}, std::pair{8, 370e9}}) {
+    EXPECT_NEAR(sim::predict(h100, "all_reduce", n, bytes, LinkClass::Inter, members).seconds,
+                ring_all_reduce(n, bytes, alpha, beta), 1e-12)
+        << members;
+  }
+  const double one_port = 1 / 50e9;
+  EXPECT_NEAR(sim::predict(h100, "sendrecv", 2, bytes, LinkClass::Inter, 8).seconds,
+              alpha + bytes * one_port, 1e-12);
+  EXPECT_NEAR(sim::predict(h100, "all_to_all", n, bytes, LinkClass::Inter, 8).seconds,
+              (n - 1) * (alpha + bytes / n * one_port), 1e-12);
+  // And between nodes it still gathers around a ring (n - 1 steps), not by recursive doubling.
+  const double small = 65536;
+  EXPECT_NEAR(sim::predict(h100, "all_gather", n, small, LinkClass::Inter, 8).seconds,
+              (n - 1) * (alpha + small / n / 370e9), 1e-12);
+}
+
+// Through the simulator: ranks 7 and 8 of two 8-GPU nodes, one on each. Their all_reduce crosses
+// on one port, so it can be no faster than one send of the buffer between them; the whole world's
+// all_reduce has every rail.
+TEST(CostModel, AGroupOfOneRankPerNodeCrossesOnOnePort) {
+  sim::Options options = default_options();
+  options.model = "h100-nvlink-ib";
+  options.ranks_per_node = 8;
+  const int64_t count = 1 << 18;  // 1 MiB of float32
+  const double bytes = count * 4.0, alpha = 12e-6;
+  std::chrono::nanoseconds pair_time{}, world_time{};
+  sim::Report report = simulate(
+      16,
+      [&] {
+        auto pair = new_group({7, 8});
+        auto t = Tensor::zeros({count}, DType::Float32);
+        if (pair.is_member()) {
+          const auto start = now();
+          all_reduce(t, ReduceOp::Sum, pair);
+          if (get_rank() == 7) pair_time = now() - start;
+        }
+        barrier();
+        const auto start = now();
+        all_reduce(t);
+        if (get_rank() == 0) world_time = now() - start;
+      },
+      options);
+  ASSERT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  // The cheaper of ring and recursive doubling (lg n steps of the whole buffer).
+  auto best = [&](int n, double beta) {
+    return std::min(ring_all_reduce(n, bytes, alpha, beta), std::log2(n) * (alpha + bytes / beta));
+  };
+  EXPECT_EQ(pair_time, ns(best(2, 50e9)));
+  EXPECT_GE(pair_time, ns(alpha + bytes / 50e9));
+  EXPECT_EQ(world_time, ns(best(16, 370e9)));
 }
 
 // NCCL gathers and reduce-scatters around a ring, n - 1 steps of (alpha + S / (n beta)), even

@@ -27,14 +27,10 @@ Tensor buffer(int64_t count, const RunConfig& c, Device device) {
                        : Tensor::zeros({count}, c.dtype, device);
 }
 
-std::vector<Tensor> pieces(int n, int64_t count, const RunConfig& c, Device device) {
-  std::vector<Tensor> list;
-  for (int p = 0; p < n; ++p) list.push_back(buffer(count, c, device));
-  return list;
-}
-
-// n consecutive slices of count elements each over one buffer (nccl-tests' in-place layout);
-// the slices borrow the buffer, so it lives as long as they do.
+// n consecutive slices of count elements each over one buffer (nccl-tests' layout for every
+// list an op takes or fills); the slices borrow the buffer, so it lives as long as they do. One
+// buffer, not n: with --shapes-only at 4,096 ranks, n separate pieces per rank were n^2
+// allocations, each touching a page, where one large buffer stays untouched address space.
 struct Slices {
   Tensor whole;
   std::vector<Tensor> parts;
@@ -105,14 +101,15 @@ Case make_case(const BenchOp& op, const RunConfig& c, int64_t count) {
                 [=] { all_gather_async(out->parts, *mine).wait(); },
                 [=] { return check(out->parts); }};
       }
-      auto out = std::make_shared<std::vector<Tensor>>();
-      return {[=] { load(*one, r, 0, rop); }, [=] { *out = all_gather(*one); },
-              [=] { return check(*out); }};
+      // Into an output list allocated once, as nccl-tests does: allocating it in every timed
+      // call would time the allocator too.
+      auto out = slices(n, count, c, device);
+      return {[=] { load(*one, r, 0, rop); }, [=] { all_gather_async(out->parts, *one).wait(); },
+              [=] { return check(out->parts); }};
     }
     case OpKind::ReduceScatter: {
       // In place, the whole input is one buffer and the output this rank's slice of it.
-      auto in = c.in_place ? slices(n, count, c, device)
-                           : std::make_shared<Slices>(Slices{{}, pieces(n, count, c, device)});
+      auto in = slices(n, count, c, device);
       auto out = c.in_place ? std::make_shared<Tensor>(in->parts[static_cast<size_t>(r)]) : one;
       return {[=] {
                 for (int p = 0; p < n; ++p)
@@ -122,16 +119,17 @@ Case make_case(const BenchOp& op, const RunConfig& c, int64_t count) {
               [=] { return count_wrong(host(*out), r * count, reduced); }};
     }
     case OpKind::AllToAll: {
-      auto in = std::make_shared<std::vector<Tensor>>(pieces(n, count, c, device));
-      auto out = std::make_shared<std::vector<Tensor>>(pieces(n, count, c, device));
+      auto in = slices(n, count, c, device);
+      auto out = slices(n, count, c, device);
       return {[=] {
-                for (int p = 0; p < n; ++p) load((*in)[static_cast<size_t>(p)], r, p * count, rop);
+                for (int p = 0; p < n; ++p)
+                  load(in->parts[static_cast<size_t>(p)], r, p * count, rop);
               },
-              [=] { all_to_all(*out, *in); },
+              [=] { all_to_all(out->parts, in->parts); },
               [=] {
                 int64_t wrong = 0;
                 for (int s = 0; s < n; ++s) {
-                  wrong += count_wrong(host((*out)[static_cast<size_t>(s)]), r * count,
+                  wrong += count_wrong(host(out->parts[static_cast<size_t>(s)]), r * count,
                                        [s, rop](int64_t i) { return input_value(s, i, rop); });
                 }
                 return wrong;

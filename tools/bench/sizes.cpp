@@ -55,7 +55,16 @@ std::vector<size_t> size_sweep(size_t min_bytes, size_t max_bytes, double factor
   std::vector<size_t> sizes;
   for (double size = static_cast<double>(min_bytes); size <= static_cast<double>(max_bytes);) {
     sizes.push_back(static_cast<size_t>(size));
-    size = increment > 0 ? size + static_cast<double>(increment) : std::floor(size * factor);
+    const double next =
+        increment > 0 ? size + static_cast<double>(increment) : std::floor(size * factor);
+    if (next <= size) {
+      // nccl-tests' -f is a whole number; a fraction can round a small size back to itself.
+      throw InvalidArgument(fmt::format(
+          "size sweep: factor {} does not grow {} bytes (sizes are whole bytes); use a larger "
+          "-f (nccl-tests takes a whole number >= 2), a larger -b, or -i",
+          factor, static_cast<size_t>(size)));
+    }
+    size = next;
   }
   return sizes;
 }

@@ -1,17 +1,61 @@
 #include "bench_results.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "ranks/errors.hpp"
 
 namespace ranks::cli {
 
+namespace {
+
+bool whole_in(const Row& value, int64_t low, int64_t high) {
+  return value.is_number_integer() && value.get<int64_t>() >= low && value.get<int64_t>() <= high;
+}
+
+// Values a reader would otherwise take silently: a world size of 2.5 read as 2, 2^40 wrapped, a
+// negative size, an op no model prices.
+void check_values(const Row& row) {
+  if (!whole_in(row["world_size"], 1, std::numeric_limits<int>::max())) {
+    throw InvalidArgument(fmt::format("\"world_size\" must be a whole number >= 1, got {}",
+                                      row["world_size"].dump()));
+  }
+  if (row.contains("ranks_per_node") &&
+      !whole_in(row["ranks_per_node"], 0, std::numeric_limits<int>::max())) {
+    throw InvalidArgument(fmt::format("\"ranks_per_node\" must be a whole number >= 0, got {}",
+                                      row["ranks_per_node"].dump()));
+  }
+  for (const char* key : {"bytes", "time_us"}) {
+    if (!(row[key].get<double>() >= 0)) {
+      throw InvalidArgument(fmt::format("\"{}\" must be >= 0, got {}", key, row[key].dump()));
+    }
+  }
+  if (row.contains("wrong") && !whole_in(row["wrong"], 0, std::numeric_limits<int64_t>::max())) {
+    throw InvalidArgument(
+        fmt::format("\"wrong\" must be a whole number >= 0, got {}", row["wrong"].dump()));
+  }
+  const std::string op = row["op"].get<std::string>();
+  const auto families = sim::op_families();
+  if (std::find(families.begin(), families.end(), op) == families.end()) {
+    throw InvalidArgument(
+        fmt::format("\"op\" '{}' is not one of {}", op, fmt::join(families, ", ")));
+  }
+}
+
+}  // namespace
+
 std::vector<Row> read_results(const std::vector<std::string>& paths) {
   std::vector<Row> rows;
   for (const std::string& path : paths) {
+    if (std::filesystem::is_directory(path)) {
+      throw InvalidArgument(fmt::format("{} is a directory, not ranks-bench JSON lines", path));
+    }
     std::ifstream in(path);
     if (!in) throw InvalidArgument(fmt::format("cannot read {}", path));
     int number = 0;
@@ -34,6 +78,7 @@ std::vector<Row> read_results(const std::vector<std::string>& paths) {
             throw InvalidArgument(fmt::format("\"{}\" is not a number", key));
           }
         }
+        check_values(row);
         rows.push_back(std::move(row));
       } catch (const std::exception& e) {
         throw InvalidArgument(
@@ -68,7 +113,8 @@ sim::Sample to_sample(const Row& row) {
   s.family = row["op"].get<std::string>();
   s.n = row["world_size"].get<int>();
   const int per_node = row.value("ranks_per_node", s.n);
-  s.link = per_node >= s.n ? sim::LinkClass::Intra : sim::LinkClass::Inter;
+  s.link = per_node == 0 || per_node >= s.n ? sim::LinkClass::Intra : sim::LinkClass::Inter;
+  s.members_per_node = sim::fewest_members_per_node(s.n, per_node);
   s.bytes = row["bytes"].get<double>();
   s.seconds = row["time_us"].get<double>() * 1e-6;
   return s;

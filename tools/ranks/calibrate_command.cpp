@@ -30,10 +30,24 @@ struct CalibrateArgs {
 };
 
 // Rows of `backend` fit for calibration, as samples (fastest row per point).
+// Rows of one rank are left out: the simulator prices a one-rank op at 0 whatever it measured.
 std::vector<sim::Sample> samples_of(const std::vector<Row>& rows, const std::string& backend) {
   std::vector<sim::Sample> samples;
+  size_t single = 0;
   for (const Row& row : rows) {
-    if (usable(row) && row["backend"] == backend) samples.push_back(to_sample(row));
+    if (!usable(row) || row["backend"] != backend) continue;
+    sim::Sample s = to_sample(row);
+    if (s.n < 2) {
+      ++single;
+      continue;
+    }
+    samples.push_back(s);
+  }
+  if (single > 0) {
+    fmt::print(stderr,
+               "ranks calibrate: left out {} rows of world size 1 (the simulator prices an op of "
+               "one rank at 0)\n",
+               single);
   }
   return samples;
 }

@@ -63,12 +63,27 @@ int run_report(const ReportArgs& args) {
     models[spec.substr(0, eq)] = sim::load_cost_model(spec.substr(eq + 1));
   }
   std::vector<Row> rows = fastest_rows(read_results(args.results));
+  std::map<std::string, int> unpriced;  // model name -> rows between nodes it has no figures for
   for (Row& row : rows) {
     auto model = models.find(row["backend"].get<std::string>());
     if (model == models.end() || row["backend"] == "sim") continue;
     const sim::Sample s = to_sample(row);
-    row["predicted_us"] = sim::predict(model->second, s.family, s.n, s.bytes, s.link).seconds * 1e6;
+    // A model fitted on one machine says nothing of links between nodes: no prediction (the
+    // simulator refuses such a model for more than one node, and 0 us would read as a 100 % miss).
+    if (s.link == sim::LinkClass::Inter && !model->second.prices_inter_node()) {
+      ++unpriced[model->second.name];
+      continue;
+    }
+    row["predicted_us"] =
+        sim::predict(model->second, s.family, s.n, s.bytes, s.link, s.members_per_node).seconds *
+        1e6;
     row["model"] = model->second.name;
+  }
+  for (const auto& [name, count] : unpriced) {
+    fmt::print(stderr,
+               "ranks report: model {} has no figures between nodes; {} rows measured across "
+               "nodes get no prediction\n",
+               name, count);
   }
   fs::create_directories(args.output);
   const fs::path merged = fs::path(args.output) / "results.jsonl";

@@ -17,8 +17,9 @@ struct Sample {
   std::string family;  // op_family(): all_reduce, ..., sendrecv
   int n = 2;           // world size
   LinkClass link = LinkClass::Intra;
-  double bytes = 0;    // nccl-tests' size
-  double seconds = 0;  // measured time per op
+  double bytes = 0;          // nccl-tests' size
+  double seconds = 0;        // measured time per op
+  int members_per_node = 1;  // on the least populated node (see CostModel::inter_rails)
 };
 
 struct CalibrationOptions {

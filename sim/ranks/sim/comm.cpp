@@ -72,6 +72,21 @@ BlockInfo describe_block(const OpRequest& request, const SimGroup& group) {
 }
 }  // namespace
 
+namespace {
+// An op's price on the virtual clock, or 0 with `error` set when the model gives one the clock
+// cannot hold: the op then fails on every member, as a mismatch does.
+template <class Price>
+Nanos price_or_fail(const Engine& engine, std::exception_ptr& error, Price price) {
+  if (!engine.priced() || error) return Nanos{0};
+  try {
+    return price();
+  } catch (const InvalidArgument&) {
+    error = std::current_exception();
+    return Nanos{0};
+  }
+}
+}  // namespace
+
 SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int rank_in_group)
     : engine(e),
       owner(o),
@@ -153,7 +168,8 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   pending_.erase(seq);
   // Every rank leaves when the last one arrives plus the op's price: contention-free, so ranks
   // that arrived early have waited, as they would for a real collective.
-  const Nanos cost = engine_.priced() && !error ? collective_cost(engine_, *this, first) : Nanos{0};
+  const Nanos cost =
+      price_or_fail(engine_, error, [&] { return collective_cost(engine_, *this, first); });
   std::vector<std::shared_ptr<SimWork>> priced;
   if (cost.count() > 0) priced.reserve(arrivals.size());
   for (Arrival& arrival : arrivals) {
@@ -252,9 +268,9 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
     out.copy_(in);
   }
   recv.source_rank = send.group_rank;
-  const Nanos cost = engine_.priced() && !error ? message_cost(engine_, *this, send.group_rank,
-                                                               recv.group_rank, in.nbytes())
-                                                : Nanos{0};
+  const Nanos cost = price_or_fail(engine_, error, [&] {
+    return message_cost(engine_, *this, send.group_rank, recv.group_rank, in.nbytes());
+  });
   if (cost.count() > 0) {
     engine_.complete_after(cost, {std::move(send_message.work), std::move(recv_message.work)});
     return;

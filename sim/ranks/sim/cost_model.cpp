@@ -139,23 +139,45 @@ Terms terms(std::string_view family, Algorithm algorithm, int n) {
   return {lg, 0};  // barrier
 }
 
+int fewest_members_per_node(int n, int ranks_per_node) {
+  if (ranks_per_node <= 0 || ranks_per_node >= n) return n;
+  const int last = n % ranks_per_node;
+  return last == 0 ? ranks_per_node : last;
+}
+
+namespace {
+// The families whose steps NCCL spreads over one channel per rail between nodes.
+bool uses_rails(std::string_view family) {
+  return family == "all_reduce" || family == "all_gather" || family == "reduce_scatter" ||
+         family == "broadcast" || family == "reduce";
+}
+}  // namespace
+
 Prediction predict(const CostModel& model, std::string_view family, int n, double bytes,
-                   LinkClass link) {
+                   LinkClass link, int members_per_node) {
   if (family.empty() || (n <= 1 && family != "sendrecv")) return {};
   Algorithm chosen = Algorithm::Auto;
   double overhead = 0;
   Link figures = link == LinkClass::Intra ? model.intra : model.inter;
+  bool measured_range = false;
   if (auto op = model.ops.find(family); op != model.ops.end()) {
     chosen = op->second.algorithm;
     const auto& segments = op->second.segments(link, n);
     for (const Segment& s : segments) {
       if (bytes <= s.up_to_bytes || &s == &segments.back()) {
-        chosen = s.algorithm;
+        // A range that leaves the algorithm open keeps the op's own choice.
+        if (s.algorithm != Algorithm::Auto) chosen = s.algorithm;
         overhead = s.overhead_s;
         figures = Link{s.alpha_s, s.beta_Bps};
+        measured_range = true;
         break;
       }
     }
+  }
+  // A size range is what was measured (rails included); the link's figures are one rail's.
+  if (link == LinkClass::Inter && !measured_range && model.inter_rails > 1 && uses_rails(family)) {
+    const int rails = std::clamp(members_per_node, 1, model.inter_rails);
+    figures.beta_Bps = std::min(figures.beta_Bps * rails, model.intra.beta_Bps);
   }
   if (chosen != Algorithm::Auto) {
     return {

@@ -63,6 +63,12 @@ struct CostModel {
   std::vector<std::string> sources;  // where the figures come from
   Link intra{0, unlimited};
   Link inter{0, unlimited};
+  // Links between nodes that one collective can use at once: a node with a NIC per GPU (rails)
+  // runs a channel per rail, so a step of a group with k members on each node it spans moves
+  // over min(k, inter_rails) links, up to the intra link's bandwidth. A message, all_to_all's
+  // traffic, gather and scatter leave through their sender's one link. Model files:
+  // links.inter.rails (default 1).
+  int inter_rails = 1;
   std::map<std::string, OpModel, std::less<>> ops;  // by op family (op_family below)
 
   bool is_free() const;
@@ -93,8 +99,13 @@ struct Prediction {
 };
 // The cost of one op of `family` with `bytes` (nccl-tests' size) on n ranks over link class
 // `link`. Auto picks the cheapest algorithm, which is how NCCL's tuner chooses (it computes a
-// predicted time per algorithm and protocol and takes the smallest).
-Prediction predict(const CostModel&, std::string_view family, int n, double bytes, LinkClass link);
+// predicted time per algorithm and protocol and takes the smallest). `members_per_node`: the
+// group's members on its least populated node, which bounds the rails a step can use between
+// nodes (see inter_rails).
+Prediction predict(const CostModel&, std::string_view family, int n, double bytes, LinkClass link,
+                   int members_per_node = 1);
+// The members on the least populated node of n consecutive ranks, ranks_per_node to a node.
+int fewest_members_per_node(int n, int ranks_per_node);
 
 // A preset name ("free", "h100-nvlink-ib", "pcie-gen5-ib", "ethernet-40g") or the path of a
 // model file (JSON, the format in docs/design-notes.md). InvalidArgument if neither.

@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ranks/capabilities.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/sim/cost_model.hpp"
 
@@ -41,14 +44,59 @@ double bps_from_gbps(const Json& j, const char* key, const std::string& where) {
 
 Json gbps_or_null(double bps) { return std::isinf(bps) ? Json(nullptr) : Json(bps / 1e9); }
 
+// A misspelt key ("alpa_us", "inetr") would otherwise leave its figure at its default: a free
+// link or a zero latency, and a model that predicts nonsense without a word.
+void only_keys(const Json& j, std::initializer_list<std::string_view> known,
+               const std::string& where) {
+  if (!j.is_object()) {
+    throw InvalidArgument(
+        fmt::format("cost model {}: expected an object, got {}", where, j.dump()));
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      throw InvalidArgument(fmt::format("cost model {}: unknown key \"{}\" (known: {})", where, key,
+                                        fmt::join(known, ", ")));
+    }
+  }
+}
+
+// An algorithm the op family has (or auto), named in the error with the file and op.
+Algorithm algorithm_for(const Json& j, std::string_view family, const std::string& where) {
+  const Algorithm a = parse_algorithm(j.value("algorithm", "auto"));
+  const auto allowed = algorithms_for(family);
+  if (a != Algorithm::Auto && std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
+    std::vector<std::string_view> names;
+    for (Algorithm x : allowed) names.push_back(algorithm_name(x));
+    throw InvalidArgument(fmt::format("cost model {}: {} has no {} algorithm (it has auto, {})",
+                                      where, family, algorithm_name(a), fmt::join(names, ", ")));
+  }
+  return a;
+}
+
+// A world size key of intra_by_world_size: a whole number >= 2 ("4x" and "-4" are not).
+int world_size_key(const std::string& key, const std::string& where) {
+  int n = 0;
+  const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), n);
+  if (ec != std::errc() || end != key.data() + key.size() || n < 2) {
+    throw InvalidArgument(
+        fmt::format("cost model {}: world size \"{}\" must be a whole number >= 2", where, key));
+  }
+  return n;
+}
+
 Link parse_link(const Json& j, const std::string& where) {
   return Link{seconds_from_us(j, "alpha_us", where), bps_from_gbps(j, "beta_GBps", where)};
 }
 
-std::vector<Segment> parse_segments(const Json& list, const std::string& where) {
+std::vector<Segment> parse_segments(const Json& list, std::string_view family,
+                                    const std::string& where) {
   std::vector<Segment> segments;
   double previous = -1;
+  if (!list.is_array()) {
+    throw InvalidArgument(fmt::format("cost model {}: expected a list of size ranges", where));
+  }
   for (const Json& s : list) {
+    only_keys(s, {"up_to_bytes", "algorithm", "overhead_us", "alpha_us", "beta_GBps"}, where);
     Segment segment;
     if (s.contains("up_to_bytes") && !s.at("up_to_bytes").is_null()) {
       segment.up_to_bytes = s.at("up_to_bytes").get<double>();
@@ -57,7 +105,7 @@ std::vector<Segment> parse_segments(const Json& list, const std::string& where) 
       throw InvalidArgument(fmt::format("cost model {}: up_to_bytes must increase", where));
     }
     previous = segment.up_to_bytes;
-    segment.algorithm = parse_algorithm(s.value("algorithm", "auto"));
+    segment.algorithm = algorithm_for(s, family, where);
     segment.overhead_s = seconds_from_us(s, "overhead_us", where);
     segment.alpha_s = seconds_from_us(s, "alpha_us", where);
     segment.beta_Bps = bps_from_gbps(s, "beta_GBps", where);
@@ -84,26 +132,49 @@ Json segments_json(const std::vector<Segment>& segments) {
 CostModel parse_cost_model(const std::string& json_text, const std::string& origin) {
   try {
     Json j = Json::parse(json_text);
+    only_keys(j, {"name", "description", "backend", "sources", "links", "ops"}, origin);
     CostModel model;
     model.name = j.value("name", origin);
     model.description = j.value("description", "");
     model.backend = j.value("backend", "");
+    const auto backends = backend_names();
+    if (!model.backend.empty() &&
+        std::find(backends.begin(), backends.end(), model.backend) == backends.end()) {
+      throw InvalidArgument(fmt::format("cost model {}: backend '{}' is not one of {}", origin,
+                                        model.backend, fmt::join(backends, ", ")));
+    }
     if (j.contains("sources")) model.sources = j.at("sources").get<std::vector<std::string>>();
     const Json links = j.value("links", Json::object());
-    if (links.contains("intra")) model.intra = parse_link(links.at("intra"), origin + " intra");
-    if (links.contains("inter")) model.inter = parse_link(links.at("inter"), origin + " inter");
+    only_keys(links, {"intra", "inter"}, origin + " links");
+    if (links.contains("intra")) {
+      only_keys(links.at("intra"), {"alpha_us", "beta_GBps"}, origin + " intra");
+      model.intra = parse_link(links.at("intra"), origin + " intra");
+    }
+    if (links.contains("inter")) {
+      only_keys(links.at("inter"), {"alpha_us", "beta_GBps", "rails"}, origin + " inter");
+      model.inter = parse_link(links.at("inter"), origin + " inter");
+      model.inter_rails = links.at("inter").value("rails", 1);
+      if (model.inter_rails < 1) {
+        throw InvalidArgument(fmt::format("cost model {} inter: rails must be >= 1, got {}", origin,
+                                          model.inter_rails));
+      }
+    }
     const Json ops = j.value("ops", Json::object());
     for (const auto& [family, op] : ops.items()) {
       algorithms_for(family);  // rejects unknown families
+      const std::string where = origin + " " + family;
+      only_keys(op, {"algorithm", "intra", "inter", "intra_by_world_size", "inter_by_world_size"},
+                where);
       OpModel m;
-      m.algorithm = parse_algorithm(op.value("algorithm", "auto"));
-      if (op.contains("intra")) m.intra = parse_segments(op.at("intra"), origin + " " + family);
-      if (op.contains("inter")) m.inter = parse_segments(op.at("inter"), origin + " " + family);
+      m.algorithm = algorithm_for(op, family, where);
+      if (op.contains("intra")) m.intra = parse_segments(op.at("intra"), family, where);
+      if (op.contains("inter")) m.inter = parse_segments(op.at("inter"), family, where);
       for (auto [key, target] : {std::pair{"intra_by_world_size", &m.intra_at},
                                  std::pair{"inter_by_world_size", &m.inter_at}}) {
         if (!op.contains(key)) continue;
         for (const auto& [n, list] : op.at(key).items()) {
-          (*target)[std::stoi(n)] = parse_segments(list, origin + " " + family + " n=" + n);
+          (*target)[world_size_key(n, where + " " + key)] =
+              parse_segments(list, family, where + " n=" + n);
         }
       }
       model.ops.emplace(family, std::move(m));
@@ -126,6 +197,7 @@ std::string to_json(const CostModel& model) {
                 {"inter",
                  {{"alpha_us", model.inter.alpha_s * 1e6},
                   {"beta_GBps", gbps_or_null(model.inter.beta_Bps)}}}};
+  if (model.inter_rails > 1) j["links"]["inter"]["rails"] = model.inter_rails;
   Json ops = Json::object();
   for (const auto& [family, op] : model.ops) {
     Json o = {{"algorithm", algorithm_name(op.algorithm)}};
@@ -147,6 +219,10 @@ std::string to_json(const CostModel& model) {
 CostModel load_cost_model(const std::string& preset_or_path) {
   for (std::string_view preset : cost_model_presets()) {
     if (preset == preset_or_path) return cost_model_preset(preset);
+  }
+  if (std::filesystem::is_directory(preset_or_path)) {
+    throw InvalidArgument(
+        fmt::format("cost model '{}' is a directory, not a model file (JSON)", preset_or_path));
   }
   std::ifstream in(preset_or_path);
   if (!in) {

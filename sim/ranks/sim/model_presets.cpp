@@ -66,14 +66,11 @@ CostModel cost_model_preset(std::string_view name) {
               "NVIDIA/nccl#1259 (6 us small all-reduce)", "NVIDIA/nccl#1244 (46-48 us, 2 nodes)",
               "ConnectX-7 NDR 400 Gb/s; 8 rails: 400 GB/s per node per direction"});
     // Between nodes NCCL runs one channel per rail: each ring or tree leaves the node through
-    // its own GPU's port, so a collective step has the node's 8 ports (400 GB/s) and is bound by
-    // NVLink's 370 GB/s, not one port's 50. A message, and all_to_all's traffic, leaves through
-    // its sender's own port: those keep the 50 GB/s link.
-    for (std::string_view family :
-         {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"}) {
-      model.ops[std::string(family)].inter = {
-          Segment{unlimited, Algorithm::Auto, 0, ndr_ib.alpha_s, h100_nvlink.beta_Bps}};
-    }
+    // its own GPU's port, so a step of a group with 8 members per node has the node's 8 ports
+    // (400 GB/s) and is bound by NVLink's 370 GB/s, not one port's 50; a group with one member
+    // per node (data parallel across nodes) has one port. A message, and all_to_all's traffic,
+    // leaves through its sender's own port: those keep the 50 GB/s link.
+    model.inter_rails = 8;
     // NCCL gathers and reduce-scatters around rings (its tree is for all_reduce): left to pick,
     // the model would take recursive doubling, lg n steps where NCCL takes n - 1.
     model.ops["all_gather"].algorithm = Algorithm::Ring;

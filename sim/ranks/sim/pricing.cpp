@@ -1,8 +1,12 @@
 // What a matched op costs on the virtual clock: the op's size as nccl-tests counts it, the link
 // class its ranks talk over (ranks_per_node gives the nodes), and the cost model's price.
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
+#include "ranks/errors.hpp"
 #include "ranks/sim/comm.hpp"
 
 namespace ranks::sim::detail {
@@ -37,9 +41,35 @@ double op_bytes(const OpRequest& r, int n) {
   }
 }
 
-Nanos to_nanos(double seconds) { return Nanos(std::llround(seconds * 1e9)); }
+// The virtual clock counts 64-bit nanoseconds (292 years); a price beyond it is a model error,
+// not a time (llround would make it 0 or negative).
+Nanos to_nanos(double seconds) {
+  constexpr double most = 9.2e18;
+  if (!(seconds * 1e9 < most)) {
+    throw InvalidArgument(fmt::format(
+        "cost model prices one op at {:g} s, beyond the virtual clock (292 years): check the "
+        "model's alpha and beta",
+        seconds));
+  }
+  return Nanos(std::llround(seconds * 1e9));
+}
 
 }  // namespace
+
+// The group's members on the node where it has fewest (members are sorted, nodes consecutive).
+int fewest_members_per_node(const Engine& engine, const SimGroup& group) {
+  int fewest = group.size(), run = 0, node = -1;
+  for (int i = 0; i < group.size(); ++i) {
+    const int here = engine.node_of(group.global_rank(i));
+    if (here != node) {
+      if (run > 0) fewest = std::min(fewest, run);
+      node = here;
+      run = 0;
+    }
+    ++run;
+  }
+  return std::min(fewest, run);
+}
 
 Nanos collective_cost(const Engine& engine, const SimGroup& group, const OpRequest& first) {
   const int n = group.size();
@@ -48,8 +78,13 @@ Nanos collective_cost(const Engine& engine, const SimGroup& group, const OpReque
       engine.node_of(group.global_rank(0)) == engine.node_of(group.global_rank(n - 1))
           ? LinkClass::Intra
           : LinkClass::Inter;
+  const sim::CostModel& model = engine.cost_model();
+  // Only a model with rails needs the layout (a pass over the members, once per collective).
+  const int members_per_node = link == LinkClass::Inter && model.inter_rails > 1
+                                   ? fewest_members_per_node(engine, group)
+                                   : 1;
   return to_nanos(
-      predict(engine.cost_model(), op_family(first.kind), n, op_bytes(first, n), link).seconds);
+      predict(model, op_family(first.kind), n, op_bytes(first, n), link, members_per_node).seconds);
 }
 
 Nanos message_cost(const Engine& engine, const SimGroup& group, int src, int dst, size_t bytes) {
