@@ -58,6 +58,17 @@ def main():
     if failures:
         print(output)
         sys.exit("check_stuck_ranks: " + "; ".join(failures))
+    # Rank 1 in a barrier at the same seq: another op, not "in this all_reduce too".
+    done = subprocess.run([ranks_cli, "run", "-n", "4", "--backend", "gloo", "--", program,
+                           "--barrier-on-rank-1"],
+                          capture_output=True, text=True, env=env, timeout=100)
+    output = done.stdout + done.stderr
+    line = line_of(output, 0)
+    barrier_at = where(source, "barrier")
+    if f"rank 1 is stuck in barrier on group 'world' seq 0 at {barrier_at}" not in line or \
+            "rank 1 timed out in this all_reduce too" in line:
+        print(output)
+        sys.exit("check_stuck_ranks: rank 0 does not say that rank 1 is stuck in a barrier")
     print("every timed-out rank said where the ranks it waits on are; rank 2 was named as silent")
 
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <numeric>
 
 #include "expected.hpp"
@@ -327,6 +328,37 @@ TEST_P(BlockingAmongAsync, EveryResultIsRight) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BlockingAmongAsync, ::testing::ValuesIn(test_backends()),
+                         [](const auto& param_info) { return param_info.param; });
+
+// Work::is_completed() is torch's non-blocking poll: a program that spins on it until its ops are
+// done (overlapping them with its own work) must see every kind of op complete without calling
+// wait(). On gloo it stayed false until wait() for every async op, so such a loop spun forever.
+// The loop has a generous deadline only so that a regression fails instead of hanging.
+class PollingWork : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PollingWork, IsCompletedTurnsTrueWithoutWait) {
+  run_on(GetParam(), 2, [] {
+    const int rank = get_rank();
+    Tensor mine = Tensor::of<int32_t>({rank + 10});
+    Tensor theirs = Tensor::zeros({1}, DType::Int32);
+    Tensor sum = Tensor::of<int64_t>({rank + 1});
+    std::vector<Work> works = {irecv(theirs, 1 - rank), isend(mine, 1 - rank),
+                               all_reduce_async(sum), barrier_async()};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (size_t k = 0; k < works.size(); ++k) {
+      while (!works[k].is_completed() && std::chrono::steady_clock::now() < deadline) {
+      }
+      EXPECT_TRUE(works[k].is_completed()) << "work " << k;
+      EXPECT_EQ(works[k].exception(), nullptr) << "work " << k;
+    }
+    EXPECT_EQ(works[0].source_rank(), 1 - rank);
+    EXPECT_EQ(theirs.to_vector<int32_t>(), std::vector<int32_t>{1 - rank + 10});
+    EXPECT_EQ(sum.to_vector<int64_t>(), std::vector<int64_t>{3});
+    for (Work& w : works) w.wait();  // a wait after the poll returns at once
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PollingWork, ::testing::ValuesIn(test_backends()),
                          [](const auto& param_info) { return param_info.param; });
 
 // One list as both input and output of all_to_all, and a scatter whose root receives into one of

@@ -34,14 +34,16 @@ TEST_P(DebugDetail, DisagreeingCallsAreAMismatchOnEveryRank) {
   run_on(GetParam(), 3, [] {
     const int rank = get_rank();
     Tensor t = Tensor::zeros({rank == 1 ? 8 : 4}, DType::Float32);
-    expect_mismatch([&] { all_reduce(t); }, {"RANKS_DEBUG=detail",
-                                             "rank 0 called all_reduce(sum, float32 x 4 on cpu) at "
-                                             "debug_detail_test.cpp:",
-                                             "rank 1 called all_reduce(sum, float32 x 8 on cpu)",
-                                             "element count (4 vs 8)"});
+    expect_mismatch([&] { all_reduce(t); },
+                    {"RANKS_DEBUG=detail",
+                     "rank 0 called all_reduce(sum, float32 x 4 on cpu) at "
+                     "debug_detail_test.cpp:",
+                     "rank 1 called all_reduce(sum, float32 x 8 on cpu)", "element count (4 vs 8)",
+                     // the simulator's numbering: the check is not an op
+                     "on group 'world' at seq 0"});
     Tensor u = Tensor::zeros({2}, DType::Int64);
     expect_mismatch([&] { all_reduce(u, rank == 2 ? ReduceOp::Max : ReduceOp::Sum); },
-                    {"rank 2 called all_reduce(max", "reduce op (sum vs max)"});
+                    {"rank 2 called all_reduce(max", "reduce op (sum vs max)", "at seq 1"});
     expect_mismatch([&] { broadcast(u, rank == 0 ? 0 : 1); }, {"root (0 vs 1)"});
     expect_mismatch(
         [&] {

@@ -533,5 +533,39 @@ TEST(FailedWait, AWaitsOwnDeadlineFiresWhenNothingElseCan) {
   EXPECT_EQ(report.virtual_time, std::chrono::nanoseconds(200ms));
 }
 
+// A group whose timeout the program set shorter than the run's (Group::set_timeout) times out as
+// it would in a real run, and the program recovers; it used to end the run as a deadlock.
+TEST(FailedWait, AGroupsOwnShorterTimeoutFiresWhenNothingElseCan) {
+  bool timed_out = false;
+  sim::Report report = simulate(2, [&] {
+    Group pair = new_group({0, 1});
+    pair.set_timeout(400ms);
+    if (get_rank() == 0) {
+      Tensor t = Tensor::zeros({1}, DType::Int32);
+      try {
+        recv(t, 1, pair);  // rank 1 never sends
+        ADD_FAILURE() << "the recv returned";
+      } catch (const Timeout&) {
+        timed_out = true;
+      }
+    }
+    barrier();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_TRUE(timed_out);
+  EXPECT_EQ(report.virtual_time, std::chrono::nanoseconds(400ms));
+}
+
+// The run's own timeout is not such a deadline: ranks that can never go on are a deadlock.
+TEST(FailedWait, TheRunsDefaultTimeoutStaysADeadlock) {
+  sim::Report report = simulate(2, [&] {
+    if (get_rank() == 0) {
+      Tensor t = Tensor::zeros({1}, DType::Int32);
+      recv(t, 1);
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Deadlock) << report.to_text();
+}
+
 }  // namespace
 }  // namespace ranks::testing

@@ -77,6 +77,10 @@ struct OpRequest {
   // the calling thread and return a completed Work, sparing the handoff to a progress thread.
   // Backends that ignore it stay correct.
   bool blocking = false;
+  // RANKS_DEBUG=detail's exchange of call fingerprints before a collective: it carries that
+  // collective's seq (so seq numbers match the simulator's), and backends that tag messages by
+  // seq keep the two apart.
+  bool fingerprint_check = false;
 
   // Filled in by dispatch.
   uint64_t seq = 0;  // per group: collectives and point-to-point ops count separately

@@ -33,7 +33,8 @@ void verify_same_call(GroupImpl& group, const OpRequest& request) {
   for (int r = 0; r < group.size(); ++r) {
     exchange.outputs.push_back(Tensor::empty(record.shape(), DType::UInt8, device));
   }
-  exchange.seq = group.next_collective_seq++;
+  exchange.seq = group.next_collective_seq;  // the op's own, which dispatch gives it next
+  exchange.fingerprint_check = true;
   exchange.timeout = group.timeout;
   exchange.where = request.where;
   exchange.blocking = true;  // waited for just below
@@ -50,11 +51,14 @@ void verify_same_call(GroupImpl& group, const OpRequest& request) {
     std::vector<std::string> diffs = differences(all[0], all[r]);
     if (diffs.empty()) continue;
     const std::vector<int>& members = group.spec.global_ranks();
+    // The refused op still had its seq, as in the simulator; the next exchange must not reuse it
+    // (gloo tags messages by seq, and a slow rank may still be receiving this one's).
+    const uint64_t seq = group.next_collective_seq++;
     throw Mismatch(fmt::format(
         "mismatched collectives on group '{}' at seq {} (RANKS_DEBUG=detail): rank {} called {} "
         "but rank {} called {}; they differ in {}",
-        group.spec.name, group.next_collective_seq, members[0], describe(all[0]), members[r],
-        describe(all[r]), fmt::join(diffs, ", ")));
+        group.spec.name, seq, members[0], describe(all[0]), members[r], describe(all[r]),
+        fmt::join(diffs, ", ")));
   }
 }
 

@@ -25,18 +25,19 @@ struct Record {
   std::string group;
   int64_t seq = -1;
   bool p2p = false;
+  std::string op;    // ranks in different ops at one seq are not "in this op too"
   std::string text;  // "in recv from rank 0 (tag 0) on group 'world' p2p seq 0 at train.cpp:9"
 };
 
 std::string encode(const Record& r) {
-  return fmt::format("{}\n{}\n{}\n{}", r.group, r.seq, r.p2p ? 1 : 0, r.text);
+  return fmt::format("{}\n{}\n{}\n{}\n{}", r.group, r.seq, r.p2p ? 1 : 0, r.op, r.text);
 }
 
 std::optional<Record> decode(const std::vector<uint8_t>& bytes) {
   const std::string text(bytes.begin(), bytes.end());
   Record r;
   size_t at = 0;
-  std::string fields[3];
+  std::string fields[4];
   for (std::string& field : fields) {
     const size_t end = text.find('\n', at);
     if (end == std::string::npos) return std::nullopt;
@@ -46,6 +47,7 @@ std::optional<Record> decode(const std::vector<uint8_t>& bytes) {
   r.group = fields[0];
   r.seq = std::strtoll(fields[1].c_str(), nullptr, 10);
   r.p2p = fields[2] == "1";
+  r.op = fields[3];
   r.text = text.substr(at);
   return r;
 }
@@ -68,6 +70,7 @@ Record record_of(const GroupSpec& group, const OpRequest& request) {
     }
   }
   return Record{group.name, static_cast<int64_t>(request.seq), p2p,
+                std::string(op_name(request.kind)),
                 fmt::format("in {}{} on group '{}' {}seq {} at {}", op_name(request.kind), peer,
                             group.name, p2p ? "p2p " : "", request.seq, where_str(request.where))};
 }
@@ -140,7 +143,8 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
       }
       std::optional<Record> theirs = decode(store->get(key_of(peer)));
       if (!theirs) continue;
-      if (!mine.p2p && !theirs->p2p && theirs->group == mine.group && theirs->seq == mine.seq) {
+      if (!mine.p2p && !theirs->p2p && theirs->group == mine.group && theirs->seq == mine.seq &&
+          theirs->op == mine.op) {
         same.push_back(peer);
       } else {
         elsewhere.emplace_back(peer, theirs->text);

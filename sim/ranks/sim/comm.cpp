@@ -99,6 +99,7 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int
       tag(op_request.tag),
       started(e.now()),
       timeout(op_request.timeout),
+      own_deadline(op_request.timeout.count() > 0 && op_request.timeout < e.options().timeout),
       request(std::move(op_request)) {}
 
 SimGroup::SimGroup(Engine& engine, GroupSpec spec)

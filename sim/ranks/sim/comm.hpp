@@ -37,7 +37,10 @@ class SimWork final : public ranks::detail::WorkState {
   int tag;
   Nanos started;
   Nanos timeout;
-  bool own_deadline = false;  // timeout is a Work::wait(timeout) call's
+  // The timeout is the program's own: a Work::wait(timeout) call's, or a group's set shorter than
+  // the run's default (Group::set_timeout). When nothing else can happen it fires, as it would in
+  // a real run, instead of the run ending as a deadlock.
+  bool own_deadline = false;
   // The op as this rank called it. The work owns it, so the tensors it holds are released when
   // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
   // freeing every rank's request at once when a collective completes defeats malloc's caches.

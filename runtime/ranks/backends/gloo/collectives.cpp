@@ -414,7 +414,9 @@ void agree_on_new_group(const Op& op) {
 }  // namespace
 
 void run_collective(Communicator& comm, OpRequest& request, std::chrono::milliseconds timeout) {
-  const Op op{comm, comm.context(), request, static_cast<uint32_t>(request.seq), timeout};
+  // Two tags per seq: RANKS_DEBUG=detail's fingerprint exchange shares its collective's seq.
+  const auto tag = static_cast<uint32_t>(request.seq * 2 + (request.fingerprint_check ? 0 : 1));
+  const Op op{comm, comm.context(), request, tag, timeout};
   switch (request.kind) {
     case OpKind::Barrier:
       return barrier(op);

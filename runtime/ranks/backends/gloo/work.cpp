@@ -325,6 +325,13 @@ void CollectiveWork::complete() {
   done = true;
 }
 
+void CollectiveWork::on_poll() {
+  auto [finished, result] = comm_->locked([this] { return std::pair{finished_, result_}; });
+  if (!finished) return;
+  error = result;
+  done = true;
+}
+
 void CollectiveWork::block() { wait(comm_->timeout_of(request_)); }
 
 void CollectiveWork::block_for(std::chrono::milliseconds timeout) { wait(timeout); }
@@ -363,37 +370,103 @@ PointToPointWork::PointToPointWork(std::shared_ptr<Communicator> comm, OpRequest
   }
 }
 
-PointToPointWork::~PointToPointWork() = default;
+PointToPointWork::~PointToPointWork() {
+  if (!watcher_.joinable()) return;
+  // Dropped while its watcher still waits: end that wait (the op is abandoned, as an unwaited
+  // send or receive is).
+  if (request_.kind == OpKind::Send) {
+    buffer_->abortWaitSend();
+  } else {
+    buffer_->abortWaitRecv();
+  }
+  watcher_.join();
+}
 
 void PointToPointWork::block() { block_for(comm_->timeout_of(request_)); }
 
-void PointToPointWork::block_for(std::chrono::milliseconds timeout) {
+PointToPointWork::Outcome PointToPointWork::await(std::chrono::milliseconds timeout) {
   const bool is_send = request_.kind == OpKind::Send;
+  // After the group failed, only collect what completed before: a zero wait.
+  const bool registered = comm_->begin_wait(buffer_.get(), is_send);
+  const auto limit = registered ? timeout : std::chrono::milliseconds(0);
+  Outcome outcome;
+  std::exception_ptr thrown;
+  try {
+    outcome.completed =
+        is_send ? buffer_->waitSend(&outcome.peer, limit) : buffer_->waitRecv(&outcome.peer, limit);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  if (registered) comm_->end_wait(buffer_.get());
+  if (outcome.completed) return outcome;
+  if (thrown != nullptr && registered) {
+    outcome.error = comm_->fail(request_, thrown, timeout);
+  } else {
+    // The group failed (fail() may have aborted this wait), or the wait was abandoned.
+    outcome.error = comm_->failure_for(request_);
+  }
+  return outcome;
+}
+
+void PointToPointWork::settle(const Outcome& outcome) {
+  error = outcome.error;
+  if (outcome.completed && request_.kind != OpKind::Send) source_rank = outcome.peer;
+  done = true;
+}
+
+void PointToPointWork::block_for(std::chrono::milliseconds timeout) {
   if (post_error_ != nullptr) {
     error = post_error_;
     done = true;
     return;
   }
-  // After the group failed, only collect what completed before: a zero wait.
-  const bool registered = comm_->begin_wait(buffer_.get(), is_send);
-  const auto limit = registered ? timeout : std::chrono::milliseconds(0);
-  int peer = -1;
-  bool completed = false;
-  std::exception_ptr thrown;
-  try {
-    completed = is_send ? buffer_->waitSend(&peer, limit) : buffer_->waitRecv(&peer, limit);
-  } catch (...) {
-    thrown = std::current_exception();
+  if (watcher_.joinable()) {
+    wait_for_watcher(timeout);
+    return;
   }
-  if (registered) comm_->end_wait(buffer_.get());
-  if (completed) {
-    if (!is_send) source_rank = peer;
-  } else if (thrown != nullptr && registered) {
-    error = comm_->fail(request_, thrown, timeout);
-  } else {
-    error = comm_->failure_for(request_);  // the group failed (fail() may have aborted this wait)
+  settle(await(timeout));
+}
+
+void PointToPointWork::on_poll() {
+  if (post_error_ != nullptr) {
+    block_for({});
+    return;
   }
-  done = true;
+  if (!watcher_.joinable()) {
+    watcher_ = std::thread([this] {
+      Outcome outcome = await(comm_->timeout_of(request_));
+      comm_->update([&] {
+        watched_outcome_ = outcome;
+        watched_ = true;
+      });
+    });
+    return;
+  }
+  if (comm_->locked([this] { return watched_; })) {
+    watcher_.join();
+    settle(watched_outcome_);
+  }
+}
+
+void PointToPointWork::wait_for_watcher(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto wake = comm_->wait_until(deadline, [this] { return watched_; });
+  if (wake == Communicator::Wake::TimedOut) {
+    // This wait's own deadline, shorter than the watcher's: the op times out as a gloo wait
+    // would, which closes the group (and so ends the watcher's wait).
+    const std::exception_ptr timed_out = comm_->fail(
+        request_,
+        std::make_exception_ptr(
+            Timeout(fmt::format("{}; group '{}' is closed",
+                                comm_->timeout_message(request_, timeout), comm_->spec().name))),
+        timeout);
+    watcher_.join();
+    error = timed_out;
+    done = true;
+    return;
+  }
+  watcher_.join();  // done, or the group failed and fail() aborted the watcher's wait
+  settle(watched_outcome_);
 }
 
 }  // namespace ranks::backends::gloo::detail

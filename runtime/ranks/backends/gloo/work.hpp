@@ -226,6 +226,8 @@ class CollectiveWork final : public ranks::detail::WorkState {
                  OpRequest request);
   void block() override;
   void block_for(std::chrono::milliseconds timeout) override;
+  // The queue's thread runs the op whether anyone waits or not: a poll only looks.
+  void on_poll() override;
   // Runs the op with gloo timeout `timeout` (the op's own when zero), on whichever thread got it.
   void run(std::chrono::milliseconds timeout = {});
   // After run() on the thread that will wait: completes the Work with run's result, so wait()
@@ -243,19 +245,37 @@ class CollectiveWork final : public ranks::detail::WorkState {
   std::exception_ptr result_;
 };
 
-// A send or receive: posted at construction, finished by the waiting thread.
+// A send or receive: posted at construction, finished by the waiting thread. gloo can only block
+// on one (a wait that times out closes every connection of the context), so the first
+// Work::is_completed() starts a watcher thread that waits with the op's deadline and records the
+// outcome; polls read it, and a later wait waits for the watcher.
 class PointToPointWork final : public ranks::detail::WorkState {
  public:
   PointToPointWork(std::shared_ptr<Communicator> comm, OpRequest request);
   ~PointToPointWork() override;
   void block() override;
   void block_for(std::chrono::milliseconds timeout) override;
+  void on_poll() override;
 
  private:
+  struct Outcome {
+    bool completed = false;
+    int peer = -1;
+    std::exception_ptr error;
+  };
+  // Waits on gloo for up to `timeout`; touches none of WorkState's fields (a watcher runs it).
+  Outcome await(std::chrono::milliseconds timeout);
+  void settle(const Outcome& outcome);  // sets error, source_rank, then done
+  void wait_for_watcher(std::chrono::milliseconds timeout);
+
   const std::shared_ptr<Communicator> comm_;
   OpRequest request_;  // declared before buffer_: the tensor outlives gloo's view of it
   std::unique_ptr<::gloo::transport::UnboundBuffer> buffer_;
   std::exception_ptr post_error_;
+  std::thread watcher_;
+  // Guarded by the communicator's lock.
+  bool watched_ = false;
+  Outcome watched_outcome_;
 };
 
 // collectives.cpp: the ops themselves, in gloo's algorithms. They throw what gloo throws.
