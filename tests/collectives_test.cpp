@@ -361,6 +361,62 @@ TEST_P(PollingWork, IsCompletedTurnsTrueWithoutWait) {
 INSTANTIATE_TEST_SUITE_P(Backends, PollingWork, ::testing::ValuesIn(test_backends()),
                          [](const auto& param_info) { return param_info.param; });
 
+// What a caught Timeout leaves of its group, the same in the simulator (under the backend's
+// rules) as on the real backend: gloo closes the group for every member (the rank that timed out
+// gets a Timeout again, its peer a RankFailure); Open MPI cancels a timed-out receive and the
+// group goes on. The simulator used to let the group go on under every backend's rules.
+class AfterATimeout : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AfterATimeout, TheGroupIsWhatTheBackendLeavesOfIt) {
+  const std::string param = GetParam();  // "sim_gloo", "sim_mpi", or a real backend
+  const bool simulated = param.starts_with("sim_");
+  const std::string rules = simulated ? param.substr(4) : param;
+  auto body = [rules] {
+    using namespace std::chrono_literals;
+    Group pair = new_group({0, 1});
+    pair.set_timeout(300ms);
+    if (get_rank() == 0) {
+      Tensor nothing = Tensor::zeros({1}, DType::Int32);
+      EXPECT_THROW(recv(nothing, 1, pair), Timeout);  // rank 1 never sends
+    }
+    barrier();  // on the world, which the pair's timeout leaves alone
+    Tensor x = Tensor::of<int32_t>({get_rank() + 1});
+    std::string outcome;
+    try {
+      all_reduce(x, ReduceOp::Sum, pair);
+      outcome = "ok";
+    } catch (const Timeout&) {
+      outcome = "timeout";
+    } catch (const RankFailure&) {
+      outcome = "rank failure";
+    }
+    if (rules == "gloo") {
+      EXPECT_EQ(outcome, get_rank() == 0 ? "timeout" : "rank failure");
+    } else {
+      EXPECT_EQ(outcome, "ok");
+      EXPECT_EQ(x.item<int32_t>(), 3);
+    }
+  };
+  if (simulated) {
+    sim::Options options = default_options();
+    options.backend = rules;
+    run_ranks(2, body, options);
+  } else {
+    run_on(param, 2, body);
+  }
+}
+
+std::vector<std::string> after_timeout_cases() {
+  std::vector<std::string> cases = {"sim_gloo", "sim_mpi"};
+  for (const std::string& b : test_backends()) {
+    if (b != "sim") cases.push_back(b);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AfterATimeout, ::testing::ValuesIn(after_timeout_cases()),
+                         [](const auto& param_info) { return param_info.param; });
+
 // One list as both input and output of all_to_all, and a scatter whose root receives into one of
 // its own inputs: every rank gets what was sent, as the real libraries deliver it.
 class SharedBuffers : public ::testing::TestWithParam<std::string> {};

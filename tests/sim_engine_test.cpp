@@ -556,6 +556,72 @@ TEST(FailedWait, AGroupsOwnShorterTimeoutFiresWhenNothingElseCan) {
   EXPECT_EQ(report.virtual_time, std::chrono::nanoseconds(400ms));
 }
 
+// Under gloo's rules a timeout closes the group: a peer's op pending on it fails at that moment
+// with a RankFailure naming the rank and op that timed out, as its connection would drop.
+TEST(FailedWait, UnderGlooATimeoutFailsThePeersPendingOpAtOnce) {
+  sim::Options options = default_options();
+  options.backend = "gloo";
+  std::string peer_error;
+  std::chrono::nanoseconds peer_failed_at{};
+  sim::Report report = simulate(
+      2,
+      [&] {
+        Group pair = new_group({0, 1});
+        pair.set_timeout(300ms);
+        Tensor t = Tensor::zeros({1}, DType::Int32);
+        if (get_rank() == 0) {
+          EXPECT_THROW(recv(t, 1, pair), Timeout);
+          return;
+        }
+        Work w = irecv(t, 0, pair, /*tag=*/5);
+        try {
+          w.wait(10s);
+        } catch (const RankFailure& e) {
+          peer_error = e.what();
+          peer_failed_at = now();
+        }
+      },
+      options);
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_EQ(peer_failed_at, std::chrono::nanoseconds(300ms));
+  EXPECT_NE(peer_error.find("the connection to rank 0 broke: rank 0's recv timed out at "
+                            "sim_engine_test.cpp:"),
+            std::string::npos)
+      << peer_error;
+}
+
+// Under Open MPI's rules a timed-out collective cannot be cancelled: the rank's later collectives
+// on the group are refused (its point-to-point ops still work).
+TEST(FailedWait, UnderMpiATimedOutCollectiveRefusesTheRanksNextOnes) {
+  sim::Options options = default_options();
+  options.backend = "mpi";
+  sim::Report report = simulate(
+      2,
+      [&] {
+        Group pair = new_group({0, 1});
+        pair.set_timeout(300ms);
+        Tensor t = Tensor::of<int32_t>({1});
+        if (get_rank() == 0) {
+          EXPECT_THROW(all_reduce(t, ReduceOp::Sum, pair), Timeout);  // rank 1 is not there
+          try {
+            barrier(pair);
+            ADD_FAILURE() << "the barrier ran";
+          } catch (const BackendError& e) {
+            EXPECT_NE(std::string(e.what()).find("can run no more collectives: rank 0's "
+                                                 "all_reduce timed out"),
+                      std::string::npos)
+                << e.what();
+          }
+          send(t, 1, pair);
+        } else {
+          irecv(t, 0, pair).wait(10s);  // past rank 0's timeout
+          EXPECT_EQ(t.item<int32_t>(), 1);
+        }
+      },
+      options);
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+}
+
 // The run's own timeout is not such a deadline: ranks that can never go on are a deadlock.
 TEST(FailedWait, TheRunsDefaultTimeoutStaysADeadlock) {
   sim::Report report = simulate(2, [&] {

@@ -79,15 +79,23 @@ constexpr std::array nccl_reduce_ops = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp:
 constexpr std::string_view torch_sources =
     "torch.distributed docs, backends table (seed 004; docs 2.x for nccl send/recv/gather/scatter)";
 
-const BackendCapabilities nccl{"nccl",
-                               nccl_ops,
-                               nccl_reduce_ops,
-                               torch_sources,
-                               /*recv_any_source=*/false,
-                               /*matches_tags=*/false,
-                               /*one_gpu_per_rank=*/true};
+const BackendCapabilities nccl = [] {
+  BackendCapabilities c{"nccl",
+                        nccl_ops,
+                        nccl_reduce_ops,
+                        torch_sources,
+                        /*recv_any_source=*/false,
+                        /*matches_tags=*/false,
+                        /*one_gpu_per_rank=*/true};
+  c.after_timeout = AfterTimeout::RanksGroupAborted;
+  return c;
+}();
 const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
-const BackendCapabilities mpi{"mpi", mpi_ops, all_reduce_ops, torch_sources};
+const BackendCapabilities mpi = [] {
+  BackendCapabilities c{"mpi", mpi_ops, all_reduce_ops, torch_sources};
+  c.after_timeout = AfterTimeout::RanksCollectivesRefused;
+  return c;
+}();
 
 constexpr std::array<std::string_view, 3> names = {"nccl", "gloo", "mpi"};
 

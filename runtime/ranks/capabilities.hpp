@@ -34,6 +34,16 @@ struct OpSupport {
   std::string_view note;
 };
 
+// What a timed-out op leaves of its group, on the real backend and so in the simulator.
+enum class AfterTimeout {
+  GroupClosed,              // gloo: the group is closed for every member (peers see their
+                            // connections to the rank drop)
+  RanksGroupAborted,        // nccl: the rank's communicator is aborted (its later ops on the
+                            // group fail); peers learn nothing and time out on their own
+  RanksCollectivesRefused,  // Open MPI: a send or receive is cancelled; a collective cannot be,
+                            // so the rank's communicator takes no further collectives
+};
+
 struct BackendCapabilities {
   BackendCapabilities(std::string_view backend, std::span<const OpSupport> ops,
                       std::span<const ReduceOp> reduce_ops, std::string_view sources,
@@ -52,6 +62,7 @@ struct BackendCapabilities {
   // Whether a rank's cuda tensors must be on its own GPU, cuda:<local rank>: an NCCL
   // communicator is bound to one device, and NCCL refuses two ranks on one.
   bool one_gpu_per_rank = false;
+  AfterTimeout after_timeout = AfterTimeout::GroupClosed;
 
   const OpSupport* find(OpKind op) const {
     const int8_t row = row_of_[static_cast<size_t>(op)];

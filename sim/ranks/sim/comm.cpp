@@ -390,6 +390,87 @@ void SimGroup::close(std::vector<std::string>& unfinished) {
   }
 }
 
+void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
+  const std::string_view backend = engine_.options().backend;
+  const AfterTimeout rule = capabilities(backend).after_timeout;
+  if (rule != AfterTimeout::GroupClosed) {
+    if (rule == AfterTimeout::RanksCollectivesRefused && is_point_to_point(timed_out.op)) {
+      return;  // cancelled: the group is intact
+    }
+    if (refused_.empty()) refused_.resize(static_cast<size_t>(size()));
+    refused_[static_cast<size_t>(timed_out.group_rank)] = why;
+    refusing_ = true;
+    return;
+  }
+  if (closed_by_rank_ >= 0) return;  // closed already
+  closed_by_ = why;
+  closed_by_rank_ = timed_out.group_rank;
+  refusing_ = true;
+  // Every other member's pending op fails now, as its connection to the timed-out rank drops.
+  // Ranks timing out at this same moment keep their own Timeout (their wake error is set).
+  auto fails_now = [](const std::shared_ptr<SimWork>& w) {
+    return w && !w->done && w->owner.wake_error == nullptr;
+  };
+  auto error_for = [&](const SimWork& w) {
+    return std::make_exception_ptr(RankFailure(fmt::format(
+        "{} on group '{}' seq {} at {}: the connection to rank {} broke: {}, and {} closes a group "
+        "at its first failure",
+        w.info.op, name(), w.info.seq, where_str(w.info.where), global_rank(closed_by_rank_), why,
+        backend)));
+  };
+  std::vector<std::shared_ptr<SimWork>> failed;
+  for (auto& [seq, pending] : pending_) {
+    for (Arrival& arrival : pending.arrivals) {
+      if (!fails_now(arrival.work)) continue;
+      failed.push_back(std::move(arrival.work));
+      arrival = Arrival{};
+      --pending.arrived;
+    }
+    pending.first = -1;
+    for (size_t r = 0; r < pending.arrivals.size(); ++r) {
+      if (pending.arrivals[r].work) pending.first = static_cast<int>(r);
+    }
+  }
+  for (Mailbox& box : mailboxes_) {
+    for (auto* queue : {&box.sends, &box.recvs}) {
+      for (Message& message : *queue) {
+        if (fails_now(message.work)) failed.push_back(message.work);
+      }
+      std::erase_if(*queue, [&](const Message& m) { return fails_now(m.work); });
+    }
+  }
+  for (const auto& work : failed) engine_.complete(*work, error_for(*work));
+}
+
+void SimGroup::check_refusal(int rank, const OpRequest& request) const {
+  const std::string_view backend = engine_.options().backend;
+  const std::string op = fmt::format("{} on group '{}' at {}", op_name(request.kind), name(),
+                                     where_str(request.where));
+  if (closed_by_rank_ >= 0) {
+    if (rank == closed_by_rank_) {
+      throw Timeout(fmt::format(
+          "{}: the group is closed: {} ({} closes a group at its first failure; make a new group "
+          "to go on)",
+          op, closed_by_, backend));
+    }
+    throw RankFailure(fmt::format(
+        "{}: the connection to rank {} broke: {}, and {} closes a group at its first failure", op,
+        global_rank(closed_by_rank_), closed_by_, backend));
+  }
+  if (refused_.empty() || refused_[static_cast<size_t>(rank)].empty()) return;
+  const std::string& why = refused_[static_cast<size_t>(rank)];
+  if (capabilities(backend).after_timeout == AfterTimeout::RanksGroupAborted) {
+    throw Timeout(fmt::format(
+        "{}: the group's NCCL communicator was aborted: {} (make a new group to go on)", op, why));
+  }
+  if (!is_point_to_point(request.kind)) {
+    throw BackendError(fmt::format(
+        "{}: the group's MPI communicator can run no more collectives: {} (a collective cannot "
+        "be cancelled)",
+        op, why));
+  }
+}
+
 std::vector<std::string> GroupRegistry::close_all() {
   std::vector<std::string> unfinished;
   for (auto& [name, group] : groups_) group->close(unfinished);
@@ -420,7 +501,10 @@ namespace {
 }  // namespace
 
 Work SimComm::submit(OpRequest&& request) {
-  if (group_->closed()) refuse_after_run(*group_, request);
+  if (group_->refusing()) {
+    if (group_->closed()) refuse_after_run(*group_, request);
+    group_->check_refusal(rank_, request);
+  }
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
                                             owner, *group_, std::move(request), rank_);

@@ -76,6 +76,16 @@ class SimGroup {
   void close(std::vector<std::string>& unfinished);
   bool closed() const { return closed_; }
 
+  // A rank's op on this group timed out (`why` says which, where): what the emulated backend
+  // leaves of the group (AfterTimeout). gloo closes it: every other member's pending op fails
+  // now and later ops fail at once; nccl refuses the rank's further ops, Open MPI its further
+  // collectives.
+  void after_timeout(const SimWork& timed_out, const std::string& why);
+  // Whether submit must ask check_refusal first (the run ended, or a timeout left its mark).
+  bool refusing() const { return closed_ || refusing_; }
+  // Throws the error the real backend would give `request` of group rank `rank`, if any.
+  [[gnu::noinline]] void check_refusal(int rank, const OpRequest& request) const;
+
  private:
   struct Arrival {
     std::shared_ptr<SimWork> work;
@@ -112,6 +122,10 @@ class SimGroup {
   GroupSpec spec_;
   bool matches_tags_;
   bool closed_ = false;
+  bool refusing_ = false;
+  std::string closed_by_;             // gloo, nccl: the timeout that closed the group
+  int closed_by_rank_ = -1;           // its group rank
+  std::vector<std::string> refused_;  // nccl, mpi: per group rank, why its ops are refused
   std::map<uint64_t, Pending> pending_;
   // The collective most ranks are arriving at: in lock-step programs every arrival but the
   // first finds it here instead of walking the map.

@@ -438,6 +438,15 @@ void Engine::fire_deadlines(Nanos time) {
                     rank->block.group ? *rank->block.group : "", rank->block.seq,
                     ranks::detail::where_str(rank->block.where), waiting_for)));
   }
+  // What each timeout leaves of its group on the emulated backend (after every wake error is
+  // set, so that ranks timing out together each keep their own Timeout).
+  for (SimRank* rank : due) {
+    if (SimWork* work = rank->waiting_on; work != nullptr) {
+      work->group.after_timeout(
+          *work, fmt::format("rank {}'s {} timed out at {}", rank->rank, work->info.op,
+                             ranks::detail::where_str(work->info.where)));
+    }
+  }
   for (SimRank* rank : due) wake(*rank);
 }
 
