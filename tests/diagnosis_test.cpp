@@ -306,6 +306,27 @@ TEST(FailedRow, ABodyFailingAfterAnOpIsInNoOp) {
                         site(line)));
 }
 
+// A ranks::Error the body raises itself after an op (a tensor read as the wrong dtype) is the
+// body's too: the all_reduce before it succeeded and is not blamed.
+TEST(FailedRow, ARanksErrorOfTheBodyAfterAnOpIsInNoOp) {
+  int line = 0;
+  sim::Report report = simulate(2, [&] {
+    Tensor t = Tensor::of<float>({1.0f});
+    line = __LINE__ + 1;
+    all_reduce(t);
+    if (get_rank() == 1) t.to_vector<double>();
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Error) << report.to_text();
+  EXPECT_EQ(row(report, 1).state, "failed");
+  EXPECT_EQ(row(report, 1).op, "");
+  EXPECT_EQ(row(report, 1).where, "");
+  EXPECT_NE(row(report, 1).error.find(fmt::format("(thrown by the body after entering its op 1 "
+                                                  "(all_reduce on group 'world' seq 0 at {}))",
+                                                  site(line))),
+            std::string::npos)
+      << row(report, 1).error;
+}
+
 // An argument the front end refuses: the row names the refused call, not the op before it.
 TEST(FailedRow, ARefusedArgumentNamesTheRefusedCall) {
   int barrier_line = 0, send_line = 0;

@@ -140,7 +140,17 @@ Report Engine::run(const std::function<void()>& body) {
         } catch (const CrashUnwind&) {
           rank->state = RankState::Crashed;  // crash() has recorded why
         } catch (const Error& e) {
-          record_failure(*rank, e.kind(), e.what());
+          // An argument error that no op raised (the front end records the ops it rejects;
+          // failed ops deliver their own error) is the body's: Tensor::to_vector<double>() on a
+          // float tensor after an all_reduce is not the all_reduce failing.
+          const bool from_op = rank->context.rejected_op.set ||
+                               std::current_exception() == rank->last_op_error ||
+                               std::string_view(e.kind()) != "invalid_argument";
+          if (from_op) {
+            record_failure(*rank, e.kind(), e.what());
+          } else {
+            record_body_failure(*rank, e.what(), e.kind());
+          }
         } catch (const std::exception& e) {
           record_body_failure(*rank, e.what());
         } catch (...) {
@@ -176,13 +186,13 @@ std::string Engine::after_last_op(const SimRank& rank) const {
                      ranks::detail::where_str(last.where));
 }
 
-void Engine::record_body_failure(SimRank& rank, std::string message) {
+void Engine::record_body_failure(SimRank& rank, std::string message, std::string kind) {
   if (!rank.stopped_by_engine) {
     rank.failed_between_ops = true;
     if (rank.ops_entered > 0)
       message += fmt::format(" (thrown by the body {})", after_last_op(rank));
   }
-  record_failure(rank, "error", std::move(message));
+  record_failure(rank, std::move(kind), std::move(message));
 }
 
 void Engine::record_failure(SimRank& rank, std::string kind, std::string message) {
@@ -254,6 +264,7 @@ void Engine::fail_wait(SimWork& work, std::exception_ptr error) {
   // Work reports it completed, with the error (Work::is_completed, Work::exception).
   work.group.withdraw(work);
   work.error = error;
+  work.owner.last_op_error = error;
   work.done = true;
   if (trace_) {  // the op's slice, as long as the rank was blocked in it
     trace_->slice(work.owner.rank, work.info.op, work.info.group ? *work.info.group : "",
@@ -283,6 +294,7 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
   ++progress_;
   work.done = true;
   work.error = std::move(error);
+  if (work.error) work.owner.last_op_error = work.error;
   if (trace_) {
     trace_->slice(work.owner.rank, work.info.op, work.info.group ? *work.info.group : "",
                   work.info.seq, work.started, now_, ranks::detail::where_str(work.info.where));

@@ -75,6 +75,7 @@ struct SimRank {
   bool stopped_by_engine = false;     // woken to unwind a stuck run
   int64_t ops_entered = 0;            // for op=K faults: ops this rank has started
   bool failed_between_ops = false;    // the body failed on its own, not inside an op
+  std::exception_ptr last_op_error;   // what the rank's latest failed op delivered
   uint64_t polled_at = ~uint64_t{0};  // the engine's progress count at its last poll
   std::string error_kind;
   std::string error;
@@ -130,7 +131,7 @@ class Engine final : public Clock {
   void record_failure(SimRank& rank, std::string kind, std::string message);
   // The body threw something of its own (not an op's ranks::Error): the report must not say it
   // failed in the op it last entered, which had completed.
-  void record_body_failure(SimRank& rank, std::string message);
+  void record_body_failure(SimRank& rank, std::string message, std::string kind = "error");
   // "after entering its op 3 (barrier on group 'world' seq 2 at train.cpp:42)", or "before any
   // op".
   std::string after_last_op(const SimRank& rank) const;
