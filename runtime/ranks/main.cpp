@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "ranks/context.hpp"
@@ -137,6 +138,13 @@ int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
     destroy_process_group();
     return 0;
   } catch (const std::exception& e) {
+    if (real) detail::exit_on(e);
+    std::fflush(stdout);
+    std::fprintf(stderr, "ranks: error: %s\n", e.what());
+    return 1;
+  } catch (...) {
+    // `throw 42`: main.hpp promises non-zero after saying why, not std::terminate.
+    const std::runtime_error e("the body threw something that is not a std::exception");
     if (real) detail::exit_on(e);
     std::fflush(stdout);
     std::fprintf(stderr, "ranks: error: %s\n", e.what());

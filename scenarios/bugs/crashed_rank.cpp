@@ -2,7 +2,8 @@
 // CRASH_RANK=R makes rank R abort() before its third all_reduce, FAIL_RANK=R makes it throw
 // instead (the others then name its error as the job's first failure), EXIT_RANK=R makes it
 // call exit(3), STALL_RANK=R makes it sleep there for an hour (a hung rank, for launcher
-// tests), and RETURN_RANK=R makes it return from its body there (a rank that leaves early). Under
+// tests), RETURN_RANK=R makes it return from its body there (a rank that leaves early), and
+// THROW_RANK=R makes it `throw 42` (not a std::exception). Under
 // nccl the survivors wait in their all_reduce until the watchdog timeout; under gloo and mpi they
 // see the dead peer at once (RankFailure). Either way the report says rank 2 failed first, and
 // where.
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
     const char* exit_rank = std::getenv("EXIT_RANK");
     const char* stall_rank = std::getenv("STALL_RANK");
     const char* return_rank = std::getenv("RETURN_RANK");
+    const char* throw_rank = std::getenv("THROW_RANK");
     for (int step = 0; step < 5; ++step) {
       if (step == 2 && crash_rank && std::atoi(crash_rank) == ranks::get_rank()) std::abort();
       if (step == 2 && exit_rank && std::atoi(exit_rank) == ranks::get_rank()) std::exit(3);
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
         ranks::sleep_for(std::chrono::hours(1));
       }
       if (step == 2 && return_rank && std::atoi(return_rank) == ranks::get_rank()) return;
+      if (step == 2 && throw_rank && std::atoi(throw_rank) == ranks::get_rank()) throw 42;
       if (step == 2 && fail_rank && std::atoi(fail_rank) == ranks::get_rank()) {
         throw ranks::InvalidArgument("the data loader ran out of batches");
       }

@@ -5,7 +5,8 @@
 // side before moving it into a node. Decoding a 10,000-entry map<string, vector<float>> spent a
 // third of its instructions on that. Overload resolution prefers these to cereal's templates
 // over any archive (they are more specialized), and cereal finds them by ADL.
-// Included by archive.hpp, after InputArchive.
+// Included by archive.hpp, after InputArchive; included first, it brings archive.hpp in (whose
+// own include of this file is then skipped) so that it compiles on its own.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "ranks/object/archive.hpp"
 
 namespace ranks::object {
 
