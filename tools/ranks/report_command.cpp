@@ -17,6 +17,9 @@
 #include "commands.hpp"
 #include "ranks/errors.hpp"
 
+#ifndef RANKS_BUILD_DIR
+#define RANKS_BUILD_DIR ""
+#endif
 #ifndef RANKS_REPORTS_SOURCE_DIR
 #define RANKS_REPORTS_SOURCE_DIR ""
 #endif
@@ -38,9 +41,14 @@ struct ReportArgs {
 fs::path script() {
   std::vector<fs::path> candidates;
   if (const char* dir = std::getenv("RANKS_REPORTS_DIR"); dir && *dir) candidates.emplace_back(dir);
-  candidates.push_back(fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "share" /
-                       "ranks" / "reports");
-  candidates.emplace_back(RANKS_REPORTS_SOURCE_DIR);
+  const fs::path exe = fs::read_symlink("/proc/self/exe");
+  candidates.push_back(exe.parent_path().parent_path() / "share" / "ranks" / "reports");
+  // The source tree only for the build tree's own binary: an installed one that fell back on it
+  // would hide an install that lacks share/ranks/reports on the machine that built it.
+  const std::string build_dir = RANKS_BUILD_DIR;
+  if (!build_dir.empty() && exe.string().starts_with(build_dir + "/")) {
+    candidates.emplace_back(RANKS_REPORTS_SOURCE_DIR);
+  }
   for (const fs::path& dir : candidates) {
     if (!dir.empty() && fs::exists(dir / "plot_bench.py")) return dir / "plot_bench.py";
   }
