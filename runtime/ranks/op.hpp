@@ -88,7 +88,7 @@ struct OpRequest {
   std::source_location where;
 
   // The tensor whose dtype/shape describes the op for this rank (for reports and checks).
-  const Tensor* described_tensor() const {
+  [[gnu::always_inline]] const Tensor* described_tensor() const {
     // Scatter's root holds a list; every rank holds the output, so describe by the output.
     if (kind == OpKind::Scatter || kind == OpKind::ReduceScatter || kind == OpKind::Recv) {
       return outputs.empty() ? nullptr : &outputs.front();

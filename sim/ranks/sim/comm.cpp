@@ -373,6 +373,7 @@ std::string end_unfinished(SimWork& work) {
 
 void SimGroup::close(std::vector<std::string>& unfinished) {
   closed_ = true;
+  refusing_ = true;
   for (auto& [seq, pending] : pending_) {
     for (Arrival& arrival : pending.arrivals) {
       if (arrival.work && !arrival.work->done) unfinished.push_back(end_unfinished(*arrival.work));

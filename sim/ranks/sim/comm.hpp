@@ -82,7 +82,7 @@ class SimGroup {
   // collectives.
   void after_timeout(const SimWork& timed_out, const std::string& why);
   // Whether submit must ask check_refusal first (the run ended, or a timeout left its mark).
-  bool refusing() const { return closed_ || refusing_; }
+  bool refusing() const { return refusing_; }  // one load on every op: close() sets it too
   // Throws the error the real backend would give `request` of group rank `rank`, if any.
   [[gnu::noinline]] void check_refusal(int rank, const OpRequest& request) const;
 
