@@ -58,7 +58,8 @@ def main():
     if failures:
         print(output)
         sys.exit("check_stuck_ranks: " + "; ".join(failures))
-    # Rank 1 in a barrier at the same seq: another op, not "in this all_reduce too".
+    # Rank 1 in a barrier at the same seq: another op, not "in this all_reduce too". Rank 0
+    # arrives half a second late, so rank 1 times out first: rank 0 must still time out itself.
     done = subprocess.run([ranks_cli, "run", "-n", "4", "--backend", "gloo", "--", program,
                            "--barrier-on-rank-1"],
                           capture_output=True, text=True, env=env, timeout=100)

@@ -6,7 +6,10 @@
 //     -> each timed-out rank says where the ranks it waits on are stuck (rank 3 in its recv,
 //        rank 0 in the all_reduce) and which said nothing (rank 2, busy outside ranks)
 // With --barrier-on-rank-1, rank 1 calls a barrier where the others call the all_reduce (the
-// same seq, another op): the others must not count it as stuck "in this all_reduce too".
+// same seq, another op): the others must not count it as stuck "in this all_reduce too". Rank 0
+// then reaches its all_reduce half a second after rank 1 reaches the barrier, so rank 1's deadline
+// passes first: rank 1 must not close the group under rank 0 before rank 0's own deadline (gloo
+// closes every connection the moment one of its waits expires).
 
 #include <chrono>
 #include <ranks/ranks.hpp>
@@ -19,6 +22,7 @@ int main(int argc, char** argv) {
     auto grad = ranks::Tensor::of<float>({1.0f * rank}, ranks::comm_device());
     auto batch = ranks::Tensor::zeros({4}, ranks::DType::Float32, ranks::comm_device());
     if (rank == 2) ranks::sleep_for(std::chrono::minutes(40));  // a slow data loader
+    if (rank == 0 && barrier_on_rank_1) ranks::sleep_for(std::chrono::milliseconds(500));
     if (rank == 3) ranks::recv(batch, 0);                       // @where:recv
     if (rank == 1 && barrier_on_rank_1) {
       ranks::barrier();  // @where:barrier

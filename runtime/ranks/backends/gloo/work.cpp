@@ -8,6 +8,7 @@
 
 #include <cctype>
 
+#include "ranks/backends/gloo/watchdog.hpp"
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/error_kind.hpp"
@@ -125,10 +126,39 @@ std::exception_ptr Communicator::translate(const OpRequest& request, std::except
 
 std::exception_ptr Communicator::fail(const OpRequest& request, std::exception_ptr thrown,
                                       std::chrono::milliseconds waited) {
+  {
+    // A peer that timed out may close its connections while this rank's own time_out still
+    // waits for the records: the broken connection is a consequence, the Timeout the verdict.
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !timing_out_; });
+  }
   std::exception_ptr error = translate(request, std::move(thrown), waited);
   if (failure_for(request) == nullptr) error = with_stuck_peers(request, error, waited);
   if (!record(error, &request)) return failure_for(request);
   return error;
+}
+
+std::exception_ptr Communicator::time_out(const OpRequest& request,
+                                          std::chrono::milliseconds timeout) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !timing_out_; });
+    if (failure_ != nullptr) {
+      lock.unlock();
+      return failure_for(request);
+    }
+    timing_out_ = true;
+  }
+  std::exception_ptr error = std::make_exception_ptr(Timeout(
+      fmt::format("{}; group '{}' is closed", timeout_message(request, timeout), spec_.name)));
+  try {
+    error = with_stuck_peers(request, error, timeout);
+    record(error, &request);
+  } catch (...) {
+    record(std::current_exception(), &request);
+  }
+  update([this] { timing_out_ = false; });
+  return failure_for(request);
 }
 
 std::exception_ptr Communicator::with_stuck_peers(const OpRequest& request,
@@ -306,7 +336,8 @@ void CollectiveWork::run(std::chrono::milliseconds timeout) {
   if (result == nullptr) {
     const auto limit = timeout.count() > 0 ? timeout : comm_->timeout_of(request_);
     try {
-      run_collective(*comm_, request_, limit);
+      Watchdog::Watch watch(*comm_, request_, limit);
+      run_collective(*comm_, request_, gloo_timeout(limit));
     } catch (const Mismatch&) {
       // new_group's agreement: every rank reached the same verdict, the group is intact.
       result = std::current_exception();
@@ -347,10 +378,7 @@ void CollectiveWork::wait(std::chrono::milliseconds timeout) {
       error = comm_->failure_for(request_);
       break;
     case Communicator::Wake::TimedOut:
-      error = comm_->fail(request_,
-                          std::make_exception_ptr(Timeout(fmt::format(
-                              "{}; group '{}' is closed", comm_->timeout_message(request_, timeout),
-                              comm_->spec().name))));
+      error = comm_->time_out(request_, timeout);
       break;
   }
   done = true;
@@ -392,8 +420,12 @@ PointToPointWork::Outcome PointToPointWork::await(std::chrono::milliseconds time
   Outcome outcome;
   std::exception_ptr thrown;
   try {
-    outcome.completed =
-        is_send ? buffer_->waitSend(&outcome.peer, limit) : buffer_->waitRecv(&outcome.peer, limit);
+    // The watchdog times the wait out at the deadline: fail() then aborts it (and closes the
+    // group), where gloo's own timeout would close the group at once.
+    Watchdog::Watch watch(*comm_, request_, limit);
+    const auto gloo_limit = limit.count() > 0 ? gloo_timeout(limit) : limit;
+    outcome.completed = is_send ? buffer_->waitSend(&outcome.peer, gloo_limit)
+                                : buffer_->waitRecv(&outcome.peer, gloo_limit);
   } catch (...) {
     thrown = std::current_exception();
   }
@@ -454,12 +486,7 @@ void PointToPointWork::wait_for_watcher(std::chrono::milliseconds timeout) {
   if (wake == Communicator::Wake::TimedOut) {
     // This wait's own deadline, shorter than the watcher's: the op times out as a gloo wait
     // would, which closes the group (and so ends the watcher's wait).
-    const std::exception_ptr timed_out = comm_->fail(
-        request_,
-        std::make_exception_ptr(
-            Timeout(fmt::format("{}; group '{}' is closed",
-                                comm_->timeout_message(request_, timeout), comm_->spec().name))),
-        timeout);
+    const std::exception_ptr timed_out = comm_->time_out(request_, timeout);
     watcher_.join();
     error = timed_out;
     done = true;

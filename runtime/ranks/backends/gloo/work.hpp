@@ -9,7 +9,7 @@
 //
 // Waiting. Every Work waits on its communicator's one condition variable, so a failure of the
 // group wakes every waiter at once. The deadline is the op's timeout (OpRequest::timeout), or
-// block_for's; gloo's own timeout is set to the same value.
+// block_for's. The watchdog (watchdog.hpp) times ops out at it; gloo's own timeout is set later.
 
 #include <chrono>
 #include <condition_variable>
@@ -79,6 +79,11 @@ class Communicator {
   // waited: the deadline the op had, when it is not timeout_of(request) (block_for's).
   std::exception_ptr fail(const OpRequest& request, std::exception_ptr thrown,
                           std::chrono::milliseconds waited = {});
+  // request's deadline (`timeout` after it started) passed: fails the group with a Timeout that
+  // says where the ranks it waits on are stuck, unless it failed already, and returns request's
+  // error as fail() does. The watchdog calls it, and waits that give up before the op. One at a
+  // time: while it waits for the others' records, fail() and another time_out wait for it.
+  std::exception_ptr time_out(const OpRequest& request, std::chrono::milliseconds timeout);
   // A Timeout, with what the ranks it waits on say of themselves (detail/stuck_peers.hpp);
   // any other error as it is.
   std::exception_ptr with_stuck_peers(const OpRequest& request, std::exception_ptr error,
@@ -175,6 +180,7 @@ class Communicator {
   // own error rather than "failed earlier".
   std::optional<std::pair<OpKind, uint64_t>> failed_op_;
   int in_flight_ = 0;
+  bool timing_out_ = false;  // a time_out is waiting for the others' records
   std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool>> waiting_;
   std::shared_ptr<void> kept_options_;  // see keep_until_next
   std::unique_ptr<uint8_t[]> scratch_;  // see scratch
