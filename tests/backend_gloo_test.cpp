@@ -5,6 +5,7 @@
 // every child and expects 0). Failures: backend_gloo_failures_test.cpp.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ostream>
@@ -349,7 +350,14 @@ void unsupported_and_mismatch_cases(Client& c) {
   r.extra = c.rank() == 0 ? 1 : 2;
   Work w = c.submit(std::move(r));
   std::string message = expect_error<Mismatch>([&] { w.wait(); }, "new_group disagreement");
-  check(has(message, "disagree"), message);
+  // Rank 0 asks for one list, every other rank for another: each side is named.
+  std::vector<int> others;
+  for (int member = 1; member < c.size(); ++member) others.push_back(member);
+  const std::string zero = "[0]", rest = fmt::format("[{}]", fmt::join(others, ", "));
+  check(has(message, fmt::format("ranks {} ask for this rank's member list and ranks {} for "
+                                 "another",
+                                 c.rank() == 0 ? zero : rest, c.rank() == 0 ? rest : zero)),
+        message);
   c.run(OpKind::Barrier, {}, {});
 }
 

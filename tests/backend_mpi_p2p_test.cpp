@@ -257,7 +257,21 @@ TEST_F(MpiBackend, NewGroupAgreement) {
   if (c.size < 2) return;
   OpRequest disagree = request(OpKind::NewGroup, {}, {});
   disagree.extra = c.rank == c.size - 1 ? 7 : 8;
-  EXPECT_THROW(c.run(std::move(disagree)), Mismatch);  // on every rank
+  // On every rank, naming who asks for which list.
+  std::vector<int> others;
+  for (int r = 0; r + 1 < c.size; ++r) others.push_back(r);
+  const std::string last = fmt::format("[{}]", c.size - 1);
+  const std::string rest = fmt::format("[{}]", fmt::join(others, ", "));
+  const bool is_last = c.rank == c.size - 1;
+  try {
+    c.run(std::move(disagree));
+    ADD_FAILURE() << "new_group disagreement: no Mismatch";
+  } catch (const Mismatch& e) {
+    const std::string expected =
+        fmt::format("ranks {} ask for this rank's member list and ranks {} for another",
+                    is_last ? last : rest, is_last ? rest : last);
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(MpiBackend, SubGroupOfAllButRankZero) {

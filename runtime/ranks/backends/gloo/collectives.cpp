@@ -28,6 +28,7 @@
 #include "ranks/backends/gloo/types.hpp"
 #include "ranks/backends/gloo/work.hpp"
 #include "ranks/detail/adjacent.hpp"
+#include "ranks/detail/group_agreement.hpp"
 #include "ranks/detail/reduce.hpp"
 #include "ranks/errors.hpp"
 
@@ -389,7 +390,6 @@ void all_to_all(const Op& op) {
 // new_group's agreement on the world: every rank must be creating the same group (the hash of
 // its name in request.extra), or the new group's first collective would hang or mix data.
 void agree_on_new_group(const Op& op) {
-  const Communicator& comm = op.comm;
   uint64_t mine = op.request.extra;
   std::vector<uint64_t> all(static_cast<size_t>(op.size()));
   auto options = op.options<::gloo::AllgatherOptions>();
@@ -397,18 +397,8 @@ void agree_on_new_group(const Op& op) {
   options->setOutput(all.data(), all.size());
   ::gloo::allgather(*options);
   op.keep(options);
-  std::vector<int> same;
-  std::vector<int> other;
-  for (size_t r = 0; r < all.size(); ++r) {
-    (all[r] == mine ? same : other).push_back(comm.spec().global_ranks()[r]);
-  }
-  if (!other.empty()) {
-    throw Mismatch(fmt::format(
-        "{}: the ranks disagree on the group being created: ranks {} create one group and ranks "
-        "{} another; every rank of the world must call new_group with the same members, in the "
-        "same order",
-        comm.describe(op.request), fmt::join(same, ", "), fmt::join(other, ", ")));
-  }
+  ranks::detail::check_group_agreement(op.comm.describe(op.request), all.data(), all.size(), mine,
+                                       op.comm.spec().global_ranks());
 }
 
 }  // namespace

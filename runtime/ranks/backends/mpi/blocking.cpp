@@ -1,11 +1,13 @@
 #include "ranks/backends/mpi/blocking.hpp"
 
 #include <cstdint>
+#include <vector>
 
 #include "ranks/backends/mpi/requests.hpp"
 #include "ranks/backends/mpi/types.hpp"
 #include "ranks/backends/mpi/watchdog.hpp"
 #include "ranks/detail/adjacent.hpp"
+#include "ranks/detail/group_agreement.hpp"
 
 namespace ranks::backends::mpi {
 
@@ -23,11 +25,12 @@ struct Call {
 };
 
 void new_group(const Call& call) {
-  const uint64_t mine = call.op.extra;
-  uint64_t words[4] = {mine, ~mine, 0, 0};
-  call.ok(MPI_Allreduce(words, words + 2, 2, MPI_UINT64_T, MPI_MAX, call.comm.handle),
-          "MPI_Allreduce");
-  check_new_group(words + 2, mine, describe(call.comm, call.op));
+  uint64_t mine = call.op.extra;
+  std::vector<uint64_t> all(static_cast<size_t>(call.comm.size()));
+  call.ok(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, call.comm.handle),
+          "MPI_Allgather");
+  ranks::detail::check_group_agreement(describe(call.comm, call.op), all.data(), all.size(), mine,
+                                       *call.comm.members);
 }
 
 void all_gather_or_gather(const Call& call) {

@@ -11,6 +11,7 @@
 #include "ranks/backends/mpi/types.hpp"
 #include "ranks/backends/mpi/work.hpp"
 #include "ranks/detail/adjacent.hpp"
+#include "ranks/detail/group_agreement.hpp"
 #include "ranks/detail/reduce.hpp"
 #include "ranks/errors.hpp"
 
@@ -42,16 +43,18 @@ void add_unstage_step(MpiWork& w, size_t each) {
 }
 
 void post_new_group(MpiWork& w) {
-  // Max of (h, ~h) over the ranks gives the largest and the smallest hash: equal iff all agree.
-  w.send_buffer = staging(4 * sizeof(uint64_t));
+  // This rank's hash, then every rank's, in one staging block.
+  const auto n = static_cast<size_t>(w.comm->size());
+  w.send_buffer = staging((n + 1) * sizeof(uint64_t));
   auto* words = reinterpret_cast<uint64_t*>(w.send_buffer.get());
   words[0] = w.op.extra;
-  words[1] = ~w.op.extra;
-  ok(w, MPI_Iallreduce(words, words + 2, 2, MPI_UINT64_T, MPI_MAX, w.comm->handle, &w.request),
-     "MPI_Iallreduce");
+  ok(w,
+     MPI_Iallgather(words, 1, MPI_UINT64_T, words + 1, 1, MPI_UINT64_T, w.comm->handle, &w.request),
+     "MPI_Iallgather");
   w.steps.emplace_back([](MpiWork& work, const MPI_Status&) {
     const auto* v = reinterpret_cast<const uint64_t*>(work.send_buffer.get());
-    check_new_group(v + 2, work.op.extra, work.describe());
+    ranks::detail::check_group_agreement(
+        work.describe(), v + 1, static_cast<size_t>(work.comm->size()), v[0], *work.comm->members);
   });
 }
 

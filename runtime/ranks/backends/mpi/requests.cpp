@@ -26,8 +26,8 @@ void expect_lists(const Comm& comm, const OpRequest& r, size_t inputs, size_t ou
 }
 
 // Every tensor of a list has like's dtype and element count.
-void expect_like(const Comm& comm, const OpRequest& r, const TensorList& list,
-                 const Tensor& like, std::string_view what) {
+void expect_like(const Comm& comm, const OpRequest& r, const TensorList& list, const Tensor& like,
+                 std::string_view what) {
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].dtype() != like.dtype() || list[i].numel() != like.numel()) {
       invalid(comm, r,
@@ -147,17 +147,6 @@ std::unique_ptr<std::byte[]> staging(size_t bytes) {
 void finish_mean(const Comm& comm, const OpRequest& r, Tensor& t) {
   if (r.reduce_op != ReduceOp::Mean) return;
   ranks::detail::divide_by(t.data_ptr(), t.numel(), t.dtype(), comm.size());
-}
-
-void check_new_group(const uint64_t reduced[2], uint64_t mine, const std::string& describe) {
-  const uint64_t largest = reduced[0];
-  const uint64_t smallest = ~reduced[1];
-  if (largest != smallest) {
-    throw Mismatch(
-        fmt::format("{}: the ranks disagree on the new group's member list (group name hashes "
-                    "from {:#x} to {:#x}; this rank's is {:#x})",
-                    describe, smallest, largest, mine));
-  }
 }
 
 void describe_sizes(const Comm& comm, const OpRequest& r, AllToAllPlan& plan) {

@@ -29,10 +29,6 @@ std::unique_ptr<std::byte[]> staging(size_t bytes);
 // Mean is a sum divided on the ranks that receive it; a no-op for every other op.
 void finish_mean(const Comm& comm, const OpRequest& r, Tensor& t);
 
-// new_group's agreement reduces (h, ~h) with MPI_MAX over the ranks, which gives the largest and
-// the smallest hash: Mismatch unless they are equal.
-void check_new_group(const uint64_t reduced[2], uint64_t mine, const std::string& describe);
-
 // all_to_all first swaps the per-pair sizes, so that a disagreement is a Mismatch on both ranks
 // of the pair instead of a truncation or a silently short result; then every rank moves the
 // smaller of the two sizes, so nobody is left waiting. Its ints hold, for n ranks:
