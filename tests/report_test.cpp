@@ -46,6 +46,60 @@ void expect_schema(const sim::Report& report) {
   EXPECT_TRUE(json["cycle"].is_array());
 }
 
+// The report is written by hand for speed; it must say what nlohmann would: every row's values,
+// strings that need escaping (quotes, backslashes, newlines, control characters, UTF-8) included.
+TEST(Report, RowsAreWhatNlohmannWouldWrite) {
+  sim::Report report;
+  report.outcome = sim::Outcome::Mismatch;
+  report.world_size = 3;
+  report.seed = 18446744073709551615ULL;
+  report.virtual_time = std::chrono::nanoseconds(1234567890123);
+  report.message = "rank 1 says \"no\"\nnext line\ttab \\ back";
+  report.cycle = {0, 2};
+  sim::RankReport plain;
+  plain.rank = 0;
+  plain.state = "finished";
+  sim::RankReport tricky;
+  tricky.rank = 1;
+  tricky.state = "failed";
+  tricky.op = "recv";
+  tricky.group = "world/1,2";
+  tricky.seq = 7;
+  tricky.where = "caf\xc3\xa9.cpp:12";
+  tricky.error = std::string("a \x01 control, a \x7f and \"quotes\"");
+  tricky.peer = -1;
+  tricky.dtype = "float32";
+  tricky.count = 0;
+  sim::RankReport root = plain;
+  root.rank = 2;
+  root.state = "blocked";
+  root.op = "broadcast";
+  root.peer = 0;
+  report.ranks = {plain, tricky, root};
+
+  std::vector<std::string> expected_rows;
+  for (const sim::RankReport& row : report.ranks) {
+    nlohmann::ordered_json j = {{"rank", row.rank},   {"state", row.state}, {"op", row.op},
+                                {"group", row.group}, {"seq", row.seq},     {"where", row.where},
+                                {"error", row.error}};
+    if (row.peer) j["peer"] = *row.peer;
+    if (!row.dtype.empty()) j["dtype"] = row.dtype;
+    if (row.count >= 0) j["count"] = row.count;
+    expected_rows.push_back(j.dump());
+  }
+  const std::string text = report.to_json();
+  for (const std::string& row : expected_rows) {
+    EXPECT_NE(text.find("\n    " + row), std::string::npos) << row << "\nin\n" << text;
+  }
+  const auto json = nlohmann::ordered_json::parse(text);
+  EXPECT_EQ(json["message"], report.message);
+  EXPECT_EQ(json["seed"].get<uint64_t>(), report.seed);
+  EXPECT_EQ(json["virtual_time_ns"].get<int64_t>(), 1234567890123);
+  EXPECT_EQ(json["cycle"], nlohmann::json::array({0, 2}));
+  EXPECT_EQ(json["ranks"][1]["where"], tricky.where);
+  EXPECT_EQ(json["ranks"][1]["error"], tricky.error);
+}
+
 TEST(Report, OkRunFollowsTheSchema) {
   auto report = simulate(3, [] { barrier(); });
   EXPECT_EQ(report.outcome, sim::Outcome::Ok);
