@@ -36,6 +36,7 @@ StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
                             count_, stack_bytes_ / 1024, mapped_bytes_ >> 20));
   }
   base_ = static_cast<char*>(base);
+  free_.reserve(count_);  // every stack comes back at the end: no regrowth then
   if (count_ <= max_guarded_stacks) {
     // A rank that overflows its stack faults here instead of corrupting its neighbour.
     for (size_t i = 0; i < count_; ++i) mprotect(base_ + i * stack_bytes_, page, PROT_NONE);
