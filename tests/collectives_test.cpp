@@ -417,6 +417,65 @@ std::vector<std::string> after_timeout_cases() {
 INSTANTIATE_TEST_SUITE_P(Backends, AfterATimeout, ::testing::ValuesIn(after_timeout_cases()),
                          [](const auto& param_info) { return param_info.param; });
 
+// An op whose deadline passes is a Timeout, even when its peer arrives while the rank is still
+// telling the others where it is stuck (gloo's watchdog keeps the group open for that window:
+// here 3 s, set through RANKS_STUCK_WINDOW_MS, with the peer 1.5 s late), and a Work::wait longer
+// than the op's own deadline does not extend it, whichever thread runs the op. Under gloo's rules
+// (the simulator's and the real backend's) the group closes: rank 1 may finish its all_reduce
+// before that or fail with it, but never hangs.
+class LateByTheDeadline : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LateByTheDeadline, IsATimeoutWhateverTheWaitAsks) {
+  const std::string param = GetParam();  // "sim_gloo" or "gloo"
+  ASSERT_EQ(setenv("RANKS_STUCK_WINDOW_MS", "3000", 1), 0);
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "all_reduce async, wait(10 s)" : "blocking all_reduce");
+    auto body = [async] {
+      using namespace std::chrono_literals;
+      Group pair = new_group({0, 1});
+      pair.set_timeout(300ms);
+      Tensor x = Tensor::of<int32_t>({get_rank() + 1});
+      if (get_rank() == 1) sleep_for(1500ms);
+      std::string outcome = "ok";
+      try {
+        if (async) {
+          Work w = all_reduce_async(x, ReduceOp::Sum, pair);
+          w.wait(10s);
+        } else {
+          all_reduce(x, ReduceOp::Sum, pair);
+        }
+      } catch (const Timeout&) {
+        outcome = "timeout";
+      } catch (const RankFailure&) {
+        outcome = "rank failure";
+      }
+      if (get_rank() == 0) {
+        EXPECT_EQ(outcome, "timeout");
+      }
+      barrier();  // the world is untouched
+    };
+    if (param == "sim_gloo") {
+      sim::Options options = default_options();
+      options.backend = "gloo";
+      run_ranks(2, body, options);
+    } else {
+      run_on(param, 2, body);
+    }
+  }
+  unsetenv("RANKS_STUCK_WINDOW_MS");
+}
+
+std::vector<std::string> gloo_rule_cases() {
+  std::vector<std::string> cases = {"sim_gloo"};
+  for (const std::string& b : test_backends()) {
+    if (b == "gloo") cases.push_back(b);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LateByTheDeadline, ::testing::ValuesIn(gloo_rule_cases()),
+                         [](const auto& param_info) { return param_info.param; });
+
 // One list as both input and output of all_to_all, and a scatter whose root receives into one of
 // its own inputs: every rank gets what was sent, as the real libraries deliver it.
 class SharedBuffers : public ::testing::TestWithParam<std::string> {};

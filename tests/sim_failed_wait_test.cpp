@@ -124,7 +124,8 @@ TEST(FailedWait, UnderGlooATimeoutFailsThePeersPendingOpAtOnce) {
       2,
       [&] {
         Group pair = new_group({0, 1});
-        pair.set_timeout(300ms);
+        // Rank 1's handle keeps a longer deadline: a wait cannot extend its op's own.
+        pair.set_timeout(get_rank() == 0 ? 300ms : 10s);
         Tensor t = Tensor::zeros({1}, DType::Int32);
         if (get_rank() == 0) {
           EXPECT_THROW(recv(t, 1, pair), Timeout);
@@ -156,7 +157,8 @@ TEST(FailedWait, UnderMpiATimedOutCollectiveRefusesTheRanksNextOnes) {
       2,
       [&] {
         Group pair = new_group({0, 1});
-        pair.set_timeout(300ms);
+        // Rank 1's handle keeps a longer deadline: a wait cannot extend its op's own.
+        pair.set_timeout(get_rank() == 0 ? 300ms : 10s);
         Tensor t = Tensor::of<int32_t>({1});
         if (get_rank() == 0) {
           EXPECT_THROW(all_reduce(t, ReduceOp::Sum, pair), Timeout);  // rank 1 is not there

@@ -167,10 +167,10 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
     }
     if (!silent.empty()) {
       out += fmt::format(
-          "; {} wrote nothing within {} ms: {} in no op of ranks (busy elsewhere, or hung outside "
-          "ranks)",
+          "; {} wrote nothing within {} ms: {}no op of ranks timed out there (busy elsewhere, in "
+          "an op whose deadline is later, dead, or hung outside ranks)",
           name_ranks(silent), window.count(),
-          is_point_to_point(request.kind) ? "waits" : fmt::format("not in this {}, and waits", op));
+          is_point_to_point(request.kind) ? "" : fmt::format("not in this {}; ", op));
     }
     return out;
   } catch (const std::exception&) {

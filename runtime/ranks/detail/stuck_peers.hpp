@@ -22,8 +22,9 @@ std::chrono::milliseconds stuck_window(std::chrono::milliseconds op_timeout);
 
 // Publishes this rank's record for `request` on `group` and describes the ranks it waits on,
 // e.g. "; rank 1 timed out in this all_reduce too; rank 3 is stuck in recv from rank 0 (tag 0)
-// on group 'world' p2p seq 0 at train.cpp:9; rank 2 wrote nothing within 2000 ms: it has not
-// called this all_reduce and waits in no op of ranks (busy, or hung outside ranks)".
+// on group 'world' p2p seq 0 at train.cpp:9; rank 2 wrote nothing within 2000 ms: not in
+// this all_reduce; no op of ranks timed out there (busy elsewhere, in an op whose deadline is
+// later, dead, or hung outside ranks)".
 // Empty without a store. Never throws: it runs on the way to reporting a failure.
 std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
                         std::chrono::milliseconds window);

@@ -20,8 +20,13 @@ class SimWork final : public ranks::detail::WorkState {
   SimWork(Engine& engine, SimRank& owner, SimGroup& group, OpRequest&& request, int group_rank);
   void block() override { engine.wait(owner, *this); }
   void block_for(std::chrono::milliseconds call_timeout) override {
-    timeout = call_timeout;  // this call's deadline, not the group's
-    own_deadline = true;
+    // A wait can end the op sooner, never later: the op keeps its own deadline, as on gloo (and
+    // in torch), where it runs with its group's timeout whoever waits for it. Both count from
+    // the wait (an async op waited late gets its own timeout from then).
+    if (timeout.count() <= 0 || Nanos(call_timeout) < timeout) {
+      timeout = call_timeout;
+      own_deadline = true;
+    }
     engine.wait(owner, *this);
   }
   void on_poll() override { engine.poll(owner, *this); }

@@ -18,8 +18,12 @@ Watchdog::Watch::Watch(Communicator& comm, const OpRequest& request,
   if (timeout_.count() > 0) instance().add(this, Clock::now() + timeout_);
 }
 
-Watchdog::Watch::~Watch() {
-  if (timeout_.count() > 0) instance().remove(this);
+Watchdog::Watch::~Watch() { finish(); }
+
+bool Watchdog::Watch::finish() {
+  if (finished_ || timeout_.count() <= 0) return false;
+  finished_ = true;
+  return instance().remove(this);
 }
 
 Watchdog& Watchdog::instance() {
@@ -40,7 +44,7 @@ void Watchdog::add(Watch* watch, Clock::time_point deadline) {
   if (watch->at_ == watches_.begin()) wake_.notify_one();
 }
 
-void Watchdog::remove(Watch* watch) {
+bool Watchdog::remove(Watch* watch) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (watch->armed_) {
     watches_.erase(watch->at_);
@@ -48,6 +52,7 @@ void Watchdog::remove(Watch* watch) {
   }
   // time_out reads the watch's request: the op waits for it before its request goes away.
   fired_.wait(lock, [&] { return !firing_.contains(watch); });
+  return watch->fired_;
 }
 
 void Watchdog::loop() {
@@ -64,6 +69,7 @@ void Watchdog::loop() {
     }
     watches_.erase(watches_.begin());
     watch->armed_ = false;
+    watch->fired_ = true;
     firing_.insert(watch);
     // Timing out waits up to the stuck-peer window; other ops' deadlines must not wait for it.
     std::thread([this, watch] { fire(watch); }).detach();

@@ -39,6 +39,9 @@ class Watchdog {
    public:
     Watch(Communicator& comm, const OpRequest& request, std::chrono::milliseconds timeout);
     ~Watch();
+    // Stops watching (waiting for a time_out in progress) and says whether the deadline fired:
+    // then the group is failed with this op's Timeout, even if the op completed meanwhile.
+    bool finish();
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
 
@@ -49,13 +52,15 @@ class Watchdog {
     const std::chrono::milliseconds timeout_;
     std::multimap<Clock::time_point, Watch*>::iterator at_;  // its entry in watches_
     bool armed_ = false;                                     // guarded by the watchdog's lock
+    bool fired_ = false;                                     // guarded by the watchdog's lock
+    bool finished_ = false;
   };
 
  private:
   static Watchdog& instance();
   Watchdog();
   void add(Watch* watch, Clock::time_point deadline);
-  void remove(Watch* watch);
+  bool remove(Watch* watch);  // whether it fired
   [[noreturn]] void loop();
   void fire(Watch* watch);  // on a thread of its own
 

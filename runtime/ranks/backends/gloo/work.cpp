@@ -6,6 +6,7 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "ranks/backends/gloo/watchdog.hpp"
@@ -338,6 +339,9 @@ void CollectiveWork::run(std::chrono::milliseconds timeout) {
     try {
       Watchdog::Watch watch(*comm_, request_, limit);
       run_collective(*comm_, request_, gloo_timeout(limit));
+      // Completed after its deadline, while this rank was telling the others where it is
+      // stuck: the group is closed by now, and the op reports the Timeout that closed it.
+      if (watch.finish()) result = comm_->failure_for(request_);
     } catch (const Mismatch&) {
       // new_group's agreement: every rank reached the same verdict, the group is intact.
       result = std::current_exception();
@@ -369,7 +373,9 @@ void CollectiveWork::block_for(std::chrono::milliseconds timeout) { wait(timeout
 
 void CollectiveWork::wait(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  queue_->run_here(this, timeout);
+  // Run here, the op keeps its own deadline, as on the queue's thread: a wait's longer timeout
+  // must not extend it, a shorter one ends it (and closes the group, as a gloo wait would).
+  queue_->run_here(this, std::min(timeout, comm_->timeout_of(request_)));
   switch (comm_->wait_until(deadline, [this] { return finished_; })) {
     case Communicator::Wake::Done:
       error = comm_->locked([this] { return result_; });
@@ -426,6 +432,7 @@ PointToPointWork::Outcome PointToPointWork::await(std::chrono::milliseconds time
     const auto gloo_limit = limit.count() > 0 ? gloo_timeout(limit) : limit;
     outcome.completed = is_send ? buffer_->waitSend(&outcome.peer, gloo_limit)
                                 : buffer_->waitRecv(&outcome.peer, gloo_limit);
+    if (watch.finish()) outcome.completed = false;  // past its deadline: the Timeout, below
   } catch (...) {
     thrown = std::current_exception();
   }
