@@ -457,6 +457,33 @@ TEST(TcpStore, DestroyingTheServerFailsParkedClientsAtOnce) {
   EXPECT_TRUE(Contains(error, "get('never')"));
 }
 
+// After the server has gone (its host rank exited), the next call cannot connect: a client that
+// was served before says so at once (a RankFailure) instead of retrying for its whole timeout,
+// which kept ranks that outlived rank 0 hanging for the store's timeout (a timed-out rank reading
+// where the others are stuck, then looking up the job's first failure).
+TEST(TcpStore, AClientServedBeforeFailsAtOnceWhenTheServerHasGone) {
+  auto server = std::make_unique<TCPStoreServer>(server_options());
+  auto store = client(server->port(), 3600s);
+  store->set("k", bytes("v"));
+  server.reset();
+  // The first call finds its idle connection closed, and drops it.
+  try {
+    store->get("k");
+    ADD_FAILURE() << "a get succeeded with no server";
+  } catch (const RendezvousError& e) {
+    EXPECT_TRUE(Contains(e.what(), "lost the connection to the server")) << e.what();
+  } catch (const RankFailure& e) {
+    EXPECT_TRUE(Contains(e.what(), "the server has gone")) << e.what();
+  }
+  // The next must open a new one, and is refused.
+  try {
+    store->get("k");
+    ADD_FAILURE() << "a get succeeded with no server";
+  } catch (const RankFailure& e) {
+    EXPECT_TRUE(Contains(e.what(), "the server has gone")) << e.what();
+  }
+}
+
 TEST(TcpStore, BadArgumentsAreInvalidArgument) {
   EXPECT_THROW(TCPStore("127.0.0.1", 0, 1, false, 1s), InvalidArgument);  // client, no port
   EXPECT_THROW(TCPStore("127.0.0.1", 70000, 1, true, 1s), InvalidArgument);

@@ -105,7 +105,7 @@ int connect_by(int fd, const addrinfo& address, Clock::time_point deadline) {
 }  // namespace
 
 ClientConnection::ClientConnection(const std::string& host, int port, const std::string& token,
-                                   Clock::time_point deadline)
+                                   Clock::time_point deadline, bool server_was_up)
     : host_(host), port_(port), address_(host_port(host, port)) {
   const auto start = Clock::now();
   std::minstd_rand jitter(static_cast<unsigned>(start.time_since_epoch().count() ^ ::getpid()));
@@ -114,6 +114,12 @@ ClientConnection::ClientConnection(const std::string& host, int port, const std:
   while (true) {
     last_error = try_connect(token, deadline);
     if (last_error.empty()) return;
+    if (server_was_up && refused_) {
+      throw RankFailure(fmt::format(
+          "tcp store {}: the server has gone: it served this client before and now refuses "
+          "connections ({}); the process that hosted it (rank 0, or the launcher) has exited",
+          address_, last_error));
+    }
     if (Clock::now() >= deadline) break;
     // Jitter spreads the retries of many ranks that all started at once.
     const double factor = std::uniform_real_distribution<double>(0.75, 1.25)(jitter);
@@ -154,6 +160,7 @@ std::string ClientConnection::try_connect(const std::string& token, Clock::time_
       continue;
     }
     const int error = connect_by(fd.get(), *a, deadline);
+    refused_ = error == ECONNREFUSED;
     if (error != 0) {
       why = errno_text(error);
       continue;

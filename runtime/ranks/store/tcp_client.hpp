@@ -30,8 +30,11 @@ class ClientConnection {
   // with exponential backoff until deadline, because the server may not be up yet. Throws
   // Timeout when the deadline passes, RendezvousError when the server turns this client away
   // (token, version) or does not speak the protocol, or the host name does not resolve.
+  // server_was_up: this client has been served before, so a refused connection means the server
+  // has exited (its host rank ended), not that it is still starting: RankFailure at once, where
+  // waiting out the deadline kept a rank that outlived rank 0 hanging for the store's timeout.
   ClientConnection(const std::string& host, int port, const std::string& token,
-                   Clock::time_point deadline);
+                   Clock::time_point deadline, bool server_was_up = false);
 
   // Sends request and reads its reply by deadline. Throws ConnectionError.
   wire::Reply call(const wire::Request& request, Clock::time_point deadline);
@@ -50,6 +53,7 @@ class ClientConnection {
   const std::string address_;
   Fd fd_;
   bool broken_ = false;
+  bool refused_ = false;  // the last attempt found nothing listening
   std::size_t max_key_ = 0;
   std::size_t max_value_ = 0;
 };

@@ -100,8 +100,10 @@ std::unique_ptr<store::ClientConnection> TCPStore::acquire(store::Clock::time_po
       return connection;
     }
   }
-  return std::make_unique<store::ClientConnection>(options_.host, options_.port, options_.token,
-                                                   deadline);
+  auto connection = std::make_unique<store::ClientConnection>(
+      options_.host, options_.port, options_.token, deadline, served_.load());
+  served_ = true;
+  return connection;
 }
 
 void TCPStore::release(std::unique_ptr<store::ClientConnection> connection) {

@@ -3,6 +3,7 @@
 // every rank. Waits are parked on the server, every call has a deadline, and clients connect
 // with retries while the server comes up. The protocol is in store/wire.hpp.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,7 @@ class TCPStore final : public Store, public KeyCountByPrefix {
   std::string name_;  // "tcp store host:port", the start of every message
   std::mutex mutex_;
   std::vector<std::unique_ptr<store::ClientConnection>> idle_;
+  std::atomic<bool> served_{false};  // a connection has been made: the server was up
 };
 
 }  // namespace ranks
