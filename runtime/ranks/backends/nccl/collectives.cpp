@@ -13,6 +13,7 @@
 #include "ranks/backends/nccl/types.hpp"
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/backends/nccl/work.hpp"
+#include "ranks/detail/group_agreement.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::nccl::detail {
@@ -86,21 +87,12 @@ void agree_on_new_group(Launch& l, ncclComm_t nccl) {
              what, nccl);
   const Communicator& comm = l.comm();
   l.work().on_completion = [slots, size, mine, what, &comm] {
-    std::vector<int64_t> hashes(static_cast<size_t>(size));
+    std::vector<uint64_t> hashes(static_cast<size_t>(size));  // the int64 slots' bits
     check_cuda(
         cudaMemcpy(hashes.data(), slots, hashes.size() * sizeof(int64_t), cudaMemcpyDeviceToHost),
         "cudaMemcpy", what);
-    std::vector<int> same;
-    std::vector<int> other;
-    for (size_t r = 0; r < hashes.size(); ++r) {
-      (hashes[r] == mine ? same : other).push_back(comm.spec().global_ranks()[r]);
-    }
-    if (other.empty()) return;
-    throw Mismatch(fmt::format(
-        "{}: the ranks disagree on the group being created: ranks {} create one group and ranks "
-        "{} another; every rank of the world must call new_group with the same members, in the "
-        "same order",
-        what, fmt::join(same, ", "), fmt::join(other, ", ")));
+    ranks::detail::check_group_agreement(what, hashes.data(), hashes.size(),
+                                         static_cast<uint64_t>(mine), comm.spec().global_ranks());
   };
 }
 
