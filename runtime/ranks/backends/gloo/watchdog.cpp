@@ -77,7 +77,12 @@ void Watchdog::loop() {
 }
 
 void Watchdog::fire(Watch* watch) {
-  watch->comm_.time_out(watch->request_, watch->timeout_);
+  try {
+    watch->comm_.time_out(watch->request_, watch->timeout_);
+  } catch (...) {
+    // Out of memory while formatting: the op still ends at gloo's own, later timeout. The
+    // watch must be released either way, or its op would wait here for ever.
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   firing_.erase(watch);
   fired_.notify_all();
