@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <new>
 
 #include "ranks/errors.hpp"
@@ -22,6 +23,8 @@ constexpr size_t max_guarded_stacks = 64;
 // part of a page made tops straddle two, costing memory and TLB entries). Guarded stacks keep the
 // plain size: a world of 64 ranks fits in any cache.
 constexpr size_t slot_skew = 4096;
+
+constexpr size_t hot_pages = 2;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
@@ -41,6 +44,23 @@ StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
     // A rank that overflows its stack faults here instead of corrupting its neighbour.
     for (size_t i = 0; i < count_; ++i) mprotect(base_ + i * stack_bytes_, page, PROT_NONE);
   }
+  populate_tops(page);
+}
+
+void StackPool::populate_tops(size_t page) {
+#ifdef MADV_POPULATE_WRITE
+  // Every rank writes the top two pages of its stack: Boost's control block and the hot frames
+  // in the first, and Boost's terminate() in the second (its spinlock's 5 KiB frame). Populating
+  // them here, one call per stack, spares each page its own fault: 3-4 % of a 4,096-rank run
+  // (reports/simulator.md, session 14). A kernel older than 5.14 refuses the call; the pages then
+  // fault in as before.
+  const size_t bytes = std::min(hot_pages * page, stack_bytes_ - page);
+  for (size_t i = 0; i < count_; ++i) {
+    if (madvise(base_ + (i + 1) * stack_bytes_ - bytes, bytes, MADV_POPULATE_WRITE) != 0) return;
+  }
+#else
+  (void)page;
+#endif
 }
 
 StackPool::~StackPool() {

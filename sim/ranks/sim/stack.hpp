@@ -19,6 +19,8 @@ class StackPool {
   void deallocate(boost::context::stack_context&) noexcept;
 
  private:
+  void populate_tops(size_t page);
+
   char* base_ = nullptr;
   size_t stack_bytes_;
   size_t count_;
