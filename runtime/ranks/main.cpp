@@ -74,7 +74,13 @@ sim::Options sim_options_from_env() {
 void publish(const sim::Report& report) {
   if (const char* path = env("RANKS_SIM_REPORT"); path && *path) {
     std::ofstream out(path);
-    out << report.to_json();
+    // Brief: `ranks sim` without --report reads only the outcome (and that the program reported).
+    const char* brief = env("RANKS_SIM_REPORT_BRIEF");
+    if (brief != nullptr && std::string_view(brief) == "1") {
+      out << fmt::format("{{\"outcome\": \"{}\"}}\n", sim::outcome_name(report.outcome));
+    } else {
+      out << report.to_json();
+    }
     if (!out) throw Error(fmt::format("cannot write the report to {}", path));
   }
   std::fflush(stdout);
