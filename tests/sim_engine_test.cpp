@@ -198,6 +198,31 @@ TEST(SimEngine, MismatchIsSeenByALateThirdRankToo) {
   for (const auto& row : report.ranks) EXPECT_EQ(row.state, "failed") << "rank " << row.rank;
 }
 
+TEST(SimEngine, AMismatchTheProgramCatchesStillFailsTheRun) {
+  // Real backends raise this Mismatch only under RANKS_DEBUG=detail; by default the all_reduce
+  // would move float32 bytes into int32 tensors, or fail on a size check. Catching it is no fix.
+  int mismatched_line = 0;
+  int recovered = 0;
+  sim::Report report = simulate(3, [&] {
+    Tensor t = Tensor::zeros({2}, get_rank() == 1 ? DType::Int32 : DType::Float32);
+    try {
+      mismatched_line = __LINE__ + 1;
+      all_reduce(t);
+    } catch (const Mismatch&) {
+      Tensor fine = Tensor::of<int32_t>({1});
+      all_reduce(fine);
+      if (fine.item<int32_t>() == 3) ++recovered;
+    }
+  });
+  EXPECT_EQ(recovered, 3) << "every rank caught the Mismatch and went on";
+  EXPECT_EQ(report.outcome, sim::Outcome::Mismatch) << report.to_text();
+  EXPECT_TRUE(Contains(report.message, "caught a Mismatch")) << report.message;
+  EXPECT_TRUE(Contains(report.message, "RANKS_DEBUG=detail")) << report.message;
+  EXPECT_TRUE(Contains(report.message, "dtype (float32 vs int32)")) << report.message;
+  EXPECT_TRUE(Contains(report.message, site(mismatched_line))) << report.message;
+  for (const auto& row : report.ranks) EXPECT_EQ(row.state, "finished") << "rank " << row.rank;
+}
+
 // --- determinism -------------------------------------------------------------------------------
 
 void busy_body() {

@@ -133,12 +133,14 @@ bool SimGroup::rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& wor
   const OpRequest& request = work.request;
   std::vector<std::string> diffs = differences(reference, request);
   if (diffs.empty()) return false;
-  auto error = std::make_exception_ptr(Mismatch(fmt::format(
+  std::string message = fmt::format(
       "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
       "called {} at {}; they differ in {}",
       name(), seq, global_rank(pending.first), describe(reference), where_str(reference.where),
       global_rank(work.group_rank), describe(request), where_str(request.where),
-      fmt::join(diffs, ", "))));
+      fmt::join(diffs, ", "));
+  engine_.note_mismatch(message);
+  auto error = std::make_exception_ptr(Mismatch(std::move(message)));
   pending.failed = error;
   for (Arrival& arrival : pending.arrivals) {
     if (arrival.work) engine_.complete(*arrival.work, error);

@@ -279,6 +279,13 @@ Report Engine::make_report() const {
     // A failed run ends when it fails, as a real job is torn down then (NCCL's watchdog,
     // torchrun): a straggler still sleeping past that point must not move the reported time.
     report.virtual_time = first_failure_->time;
+  } else if (first_mismatch_) {
+    report.outcome = Outcome::Mismatch;
+    report.message = fmt::format(
+        "the program caught a Mismatch and went on, which it cannot count on for real: {}. "
+        "Real backends raise it only under RANKS_DEBUG=detail; without that the mismatched op "
+        "moves the wrong data, fails on a size check or times out",
+        *first_mismatch_);
   } else {
     report.message = ranks_.size() == 1 ? std::string("the rank finished")
                                         : fmt::format("all {} ranks finished", ranks_.size());

@@ -129,6 +129,11 @@ class Engine final : public Clock {
   const CostModel& cost_model() const { return cost_model_; }
   int node_of(int global_rank) const { return global_rank / ranks_per_node_; }
   void record_failure(SimRank& rank, std::string kind, std::string message);
+  // Collectives whose calls disagree raise Mismatch here, as real backends do only under
+  // RANKS_DEBUG=detail: a program that catches it and goes on must not pass as ok.
+  void note_mismatch(std::string message) {
+    if (!first_mismatch_) first_mismatch_ = std::move(message);
+  }
   // The body threw something of its own (not an op's ranks::Error): the report must not say it
   // failed in the op it last entered, which had completed.
   void record_body_failure(SimRank& rank, std::string message, std::string kind = "error");
@@ -205,6 +210,7 @@ class Engine final : public Clock {
   SimRank* waking_ = nullptr;           // see take_waking()
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
+  std::optional<std::string> first_mismatch_;  // raised, whether or not the program caught it
   bool stuck_ = false;
   std::vector<Fault> faults_;
   std::vector<int> dead_;                // crashed ranks, in order
