@@ -219,6 +219,34 @@ TEST_P(Objects, DifferentTypesOnTheRanksAreAClearError) {
   });
 }
 
+TEST_P(Objects, RanksNamingDifferentDstsAreAMismatchOnEveryRank) {
+  run_on(GetParam(), 3, [] {
+    // Small objects travel in one all_gather, which has no root to disagree on: the dst each rank
+    // was called with travels in the heads, and every rank raises the same Mismatch before any
+    // rank takes itself for the root. Large ones the same, before the parts move.
+    const int rank = get_rank();
+    for (size_t bytes : {size_t{8}, size_t{4 * object::eager_bytes}}) {
+      const std::string mine(bytes, static_cast<char>('a' + rank));
+      const int line = __LINE__ + 2;
+      try {
+        (void)gather_object(mine, rank == 1 ? 1 : 0);
+        ADD_FAILURE() << "rank " << rank << " gathered with mismatched dsts (" << bytes << " B)";
+      } catch (const Mismatch& e) {
+        EXPECT_TRUE(Contains(e.what(), "mismatched gather_object on group 'world'")) << e.what();
+        EXPECT_TRUE(Contains(e.what(), "different dst: ranks 0,2 gave 0; rank 1 gave 1"))
+            << e.what();
+        EXPECT_TRUE(Contains(e.what(), "objects_test.cpp:" + std::to_string(line))) << e.what();
+      }
+    }
+    // No rank was left in a collective: the group goes on.
+    auto gathered = gather_object(rank * 10, 0);
+    EXPECT_EQ(gathered.has_value(), rank == 0);
+    if (gathered) {
+      EXPECT_EQ(*gathered, (std::vector<int>{0, 10, 20}));
+    }
+  });
+}
+
 // A type whose serialize() leaves a field out: the others' objects come back without it, this
 // rank's own entry is a copy of what it passed (objects.hpp), as with one rank.
 struct Partly {

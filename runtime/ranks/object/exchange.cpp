@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "ranks/capabilities.hpp"
 #include "ranks/context.hpp"
@@ -31,14 +32,16 @@ Tensor on_host(const Tensor& t) {
   return t.device().type == Device::Type::CPU ? t : t.to(Device::cpu());
 }
 
-// A payload's length (8 bytes) followed by its first `carries` bytes: the whole payload when it
-// fits.
-Bytes head_of(const Bytes& payload, uint64_t carries) {
-  Bytes head(8 + carries);  // zeros after a payload that does not fill it
+// A payload's length and the sender's root (8 bytes each) followed by its first `carries`
+// bytes: the whole payload when it fits.
+Bytes head_of(const Bytes& payload, uint64_t carries, int root) {
+  Bytes head(head_preamble_bytes + carries);  // zeros after a payload that does not fill it
   const uint64_t length = payload.size();
+  const int64_t root_field = root;
   std::memcpy(head.data(), &length, 8);
+  std::memcpy(head.data() + 8, &root_field, 8);
   const uint64_t copied = std::min(length, carries);
-  if (copied > 0) std::memcpy(head.data() + 8, payload.data(), copied);
+  if (copied > 0) std::memcpy(head.data() + head_preamble_bytes, payload.data(), copied);
   return head;
 }
 
@@ -46,6 +49,12 @@ uint64_t length_in(const uint8_t* head) {
   uint64_t length = 0;
   std::memcpy(&length, head, 8);
   return length;
+}
+
+int64_t root_in(const uint8_t* head) {
+  int64_t root = 0;
+  std::memcpy(&root, head + 8, 8);
+  return root;
 }
 
 Tensor bytes_tensor(uint8_t* data, size_t bytes) {
@@ -80,13 +89,34 @@ Slots exchange(uint8_t* mine, size_t each, int dst, const Group& group, where_t 
   return slots;
 }
 
+// Every rank sees the same heads, so every rank raises the same error and none is left waiting.
+void check_same_root(const Slots& heads, const Group& group, std::string_view op, where_t where,
+                     std::string_view root_name) {
+  std::map<int64_t, std::vector<size_t>> ranks_by_root;
+  for (size_t r = 0; r < heads.tensors.size(); ++r) {
+    ranks_by_root[root_in(static_cast<const uint8_t*>(heads.tensors[r].data_ptr()))].push_back(r);
+  }
+  if (ranks_by_root.size() <= 1) return;
+  std::vector<std::string> sides;
+  for (const auto& [root, members] : ranks_by_root) {
+    sides.push_back(fmt::format("{} {} gave {}", members.size() == 1 ? "rank" : "ranks",
+                                fmt::join(members, ","), root));
+  }
+  throw Mismatch(fmt::format(
+      "mismatched {} on group '{}' at {}: the ranks name different {}: {} (rank {} here)", op,
+      group.name(), ranks::detail::where_str(where), root_name, fmt::join(sides, "; "),
+      get_rank(group)));
+}
+
 // Every member's head (carrying up to `carries` bytes of its payload) and payload length, the
-// lengths checked on every rank alike.
+// lengths (and, for a gather, the roots) checked on every rank alike.
 std::pair<Slots, std::vector<uint64_t>> all_gather_heads(const Bytes& mine, const Group& group,
                                                          std::string_view op, where_t where,
-                                                         uint64_t carries = eager_bytes) {
-  Bytes head = head_of(mine, carries);
+                                                         uint64_t carries = eager_bytes,
+                                                         int root = -1) {
+  Bytes head = head_of(mine, carries, root);
   Slots heads = exchange(head.data(), head.size(), -1, group, where);
+  if (root >= 0) check_same_root(heads, group, op, where, "dst");
   std::vector<uint64_t> lengths;
   lengths.reserve(heads.tensors.size());
   for (size_t r = 0; r < heads.tensors.size(); ++r) {
@@ -109,8 +139,8 @@ uint64_t largest(const std::vector<uint64_t>& lengths) {
 uint64_t next_head_payload(uint64_t largest_payload) {
   constexpr uint64_t most = uint64_t{16} << 20;
   if (largest_payload <= eager_bytes || largest_payload > most) return eager_bytes;
-  const uint64_t with_room = 8 + largest_payload + largest_payload / 16;
-  return (with_room + 4095) / 4096 * 4096 - 8;  // heads of whole pages
+  const uint64_t with_room = head_preamble_bytes + largest_payload + largest_payload / 16;
+  return (with_room + 4095) / 4096 * 4096 - head_preamble_bytes;  // heads of whole pages
 }
 
 ranks::detail::GroupImpl& impl_of(const Group& group) {
@@ -149,7 +179,9 @@ Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, wher
   const uint64_t carried = std::max(carries, eager_bytes);
   auto [heads, lengths] = all_gather_heads(mine, group, op, where, carried);
   carries = next_head_payload(largest(lengths));
-  if (largest(lengths) <= carried) return Parts(std::move(heads), std::move(lengths), 8);
+  if (largest(lengths) <= carried) {
+    return Parts(std::move(heads), std::move(lengths), head_preamble_bytes);
+  }
   mine.resize(largest(lengths));  // every rank sends the same count; the padding is cut off
   return Parts(exchange(mine.data(), mine.size(), -1, group, where), std::move(lengths));
 }
@@ -160,10 +192,10 @@ std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::
   // Checked before anything is sent: small payloads travel in an all_gather, which has no root
   // to check, and a dst outside the group would leave every rank with nullopt.
   ranks::detail::check_root({OpKind::Gather, &impl_of(group), where, op}, dst, "dst");
-  auto [heads, lengths] = all_gather_heads(mine, group, op, where);
+  auto [heads, lengths] = all_gather_heads(mine, group, op, where, eager_bytes, dst);
   if (largest(lengths) <= eager_bytes) {
     if (get_rank(group) != dst) return std::nullopt;
-    return Parts(std::move(heads), std::move(lengths), 8);
+    return Parts(std::move(heads), std::move(lengths), head_preamble_bytes);
   }
   mine.resize(largest(lengths));
   Slots parts = exchange(mine.data(), mine.size(), dst, group, where);
@@ -176,7 +208,7 @@ void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_vi
   ranks::detail::CarryingObjects carrying;
   const Device device = comm_device();
   const bool is_src = get_rank(group) == src;
-  Bytes head_buffer = head_of(is_src ? payload : Bytes{}, eager_bytes);
+  Bytes head_buffer = head_of(is_src ? payload : Bytes{}, eager_bytes, src);
   Tensor head = bytes_tensor(head_buffer.data(), head_buffer.size());
   if (device.type != Device::Type::CPU) head = head.to(device);
   broadcast(head, src, group, where);
@@ -186,7 +218,8 @@ void broadcast_bytes(Bytes& payload, int src, const Group& group, std::string_vi
   if (!is_src) payload.resize(bytes);
   if (bytes <= eager_bytes) {
     if (!is_src) {
-      std::memcpy(payload.data(), static_cast<const uint8_t*>(head.data_ptr()) + 8, bytes);
+      std::memcpy(payload.data(),
+                  static_cast<const uint8_t*>(head.data_ptr()) + head_preamble_bytes, bytes);
     }
     return;
   }
@@ -202,7 +235,8 @@ void stream_to_root(Bytes mine, int dst, const Group& group, std::string_view op
                     const std::function<void(int, std::span<const uint8_t>)>& consume,
                     where_t where) {
   ranks::detail::CarryingObjects carrying;
-  const std::vector<uint64_t> lengths = all_gather_heads(mine, group, op, where).second;
+  const std::vector<uint64_t> lengths =
+      all_gather_heads(mine, group, op, where, eager_bytes, dst).second;
   const Device device = comm_device();
   if (get_rank(group) != dst) {
     send(on_comm_device(mine, device), dst, group, object_tag, where);

@@ -22,7 +22,11 @@ namespace ranks::object {
 // instead of two: small objects, such as metrics, statuses and paths, are latency-bound). For
 // all_gather_bytes the heads grow to carry the group's last largest payload too (up to 16 MiB),
 // so that repeated calls with objects of a steady size also take one collective.
-inline constexpr uint64_t eager_bytes = 1024 - 8;
+// Each head starts with the payload's length and the root the sender was called with (-1 for
+// an all_gather): a gather whose ranks name different roots is a Mismatch on every rank, even
+// when its payloads travel in one all_gather, which has no root of its own to check.
+inline constexpr uint64_t head_preamble_bytes = 16;
+inline constexpr uint64_t eager_bytes = 1024 - head_preamble_bytes;
 
 // Every member's `each` bytes after a gather, in host memory, in group-rank order. On the cpu
 // they were received straight into back-to-back slots of one block (gloo and MPI gather into one
