@@ -476,6 +476,38 @@ std::vector<std::string> gloo_rule_cases() {
 INSTANTIATE_TEST_SUITE_P(Backends, LateByTheDeadline, ::testing::ValuesIn(gloo_rule_cases()),
                          [](const auto& param_info) { return param_info.param; });
 
+// Ranks that call one broadcast naming different roots each wait on a root the others do not
+// serve. Without RANKS_DEBUG=detail the real gloo backend can only time out; the stuck-peer
+// records it exchanges carry each rank's root, so the Timeout says that the ranks disagree rather
+// than that one of them never came. (The simulator always raises the Mismatch.)
+TEST(GlooStuckPeers, RanksNamingDifferentRootsAreToldSo) {
+  const std::vector<std::string> backends = test_backends();
+  if (std::find(backends.begin(), backends.end(), "gloo") == backends.end()) {
+    GTEST_SKIP() << "no gloo in this build";
+  }
+  ASSERT_EQ(setenv("RANKS_STUCK_WINDOW_MS", "3000", 1), 0);
+  run_on("gloo", 2, [] {
+    using namespace std::chrono_literals;
+    Group pair = new_group({0, 1});
+    pair.set_timeout(300ms);
+    Tensor x = Tensor::of<int32_t>({get_rank()});
+    try {
+      broadcast(x, get_rank(), pair);
+      ADD_FAILURE() << "rank " << get_rank() << "'s broadcast completed with the other's root";
+    } catch (const Timeout& e) {
+      EXPECT_TRUE(Contains(
+          e.what(), "rank " + std::to_string(1 - get_rank()) + " timed out in this broadcast too"))
+          << e.what();
+      EXPECT_TRUE(Contains(e.what(),
+                           "but they name different roots (rank 0 gave root 0; rank 1 "
+                           "gave root 1): a mismatched broadcast"))
+          << e.what();
+    }
+    barrier();  // the world is untouched
+  });
+  unsetenv("RANKS_STUCK_WINDOW_MS");
+}
+
 // One list as both input and output of all_to_all, and a scatter whose root receives into one of
 // its own inputs: every rank gets what was sent, as the real libraries deliver it.
 class SharedBuffers : public ::testing::TestWithParam<std::string> {};

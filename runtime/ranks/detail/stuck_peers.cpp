@@ -1,9 +1,11 @@
 #include "ranks/detail/stuck_peers.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -25,19 +27,20 @@ struct Record {
   std::string group;
   int64_t seq = -1;
   bool p2p = false;
-  std::string op;    // ranks in different ops at one seq are not "in this op too"
-  std::string text;  // "in recv from rank 0 (tag 0) on group 'world' p2p seq 0 at train.cpp:9"
+  std::string op;     // ranks in different ops at one seq are not "in this op too"
+  int64_t root = -1;  // global rank of a rooted collective's root: do the ranks in it agree?
+  std::string text;   // "in recv from rank 0 (tag 0) on group 'world' p2p seq 0 at train.cpp:9"
 };
 
 std::string encode(const Record& r) {
-  return fmt::format("{}\n{}\n{}\n{}\n{}", r.group, r.seq, r.p2p ? 1 : 0, r.op, r.text);
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.group, r.seq, r.p2p ? 1 : 0, r.op, r.root, r.text);
 }
 
 std::optional<Record> decode(const std::vector<uint8_t>& bytes) {
   const std::string text(bytes.begin(), bytes.end());
   Record r;
   size_t at = 0;
-  std::string fields[4];
+  std::string fields[5];
   for (std::string& field : fields) {
     const size_t end = text.find('\n', at);
     if (end == std::string::npos) return std::nullopt;
@@ -48,6 +51,7 @@ std::optional<Record> decode(const std::vector<uint8_t>& bytes) {
   r.seq = std::strtoll(fields[1].c_str(), nullptr, 10);
   r.p2p = fields[2] == "1";
   r.op = fields[3];
+  r.root = std::strtoll(fields[4].c_str(), nullptr, 10);
   r.text = text.substr(at);
   return r;
 }
@@ -69,8 +73,15 @@ Record record_of(const GroupSpec& group, const OpRequest& request) {
       peer = fmt::format(" (root rank {})", global);
     }
   }
-  return Record{group.name, static_cast<int64_t>(request.seq), p2p,
+  int64_t root = -1;
+  if (!p2p && has_root(request.kind) && request.root >= 0 && request.root < group.size()) {
+    root = group.global_ranks()[static_cast<size_t>(request.root)];
+  }
+  return Record{group.name,
+                static_cast<int64_t>(request.seq),
+                p2p,
                 std::string(op_name(request.kind)),
+                root,
                 fmt::format("in {}{} on group '{}' {}seq {} at {}", op_name(request.kind), peer,
                             group.name, p2p ? "p2p " : "", request.seq, where_str(request.where))};
 }
@@ -134,6 +145,8 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
       }
     }
     std::vector<int> same;
+    std::map<int64_t, std::vector<int>> ranks_by_root;  // of this rank and those in this op
+    ranks_by_root[mine.root].push_back(group.global_ranks()[static_cast<size_t>(group.rank)]);
     std::vector<int> silent;
     std::vector<std::pair<int, std::string>> elsewhere;
     for (int peer : peers) {
@@ -146,6 +159,7 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
       if (!mine.p2p && !theirs->p2p && theirs->group == mine.group && theirs->seq == mine.seq &&
           theirs->op == mine.op) {
         same.push_back(peer);
+        ranks_by_root[theirs->root].push_back(peer);
       } else {
         elsewhere.emplace_back(peer, theirs->text);
       }
@@ -158,6 +172,24 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
     const std::string_view op = op_name(request.kind);
     std::string out;
     if (!same.empty()) out += fmt::format("; {} timed out in this {} too", name_ranks(same), op);
+    if (ranks_by_root.size() > 1) {
+      // Every one of them called it, each waiting on a root the others do not serve: a mismatch,
+      // which only RANKS_DEBUG=detail reports before the data moves.
+      std::vector<std::string> sides;
+      for (auto& [root, members] : ranks_by_root) {
+        std::sort(members.begin(), members.end());
+        sides.push_back(fmt::format("{} gave root {}", name_ranks(members), root));
+      }
+      out += fmt::format(
+          "; but they name different roots ({}): a mismatched {}, which RANKS_DEBUG=detail "
+          "reports before any data moves",
+          fmt::join(sides, "; "), op);
+    } else if (!same.empty() && same.size() == peers.size() && !is_point_to_point(request.kind)) {
+      out += fmt::format(
+          "; so every rank it waits on called this {}: they may disagree on its dtype, element "
+          "count or reduce op (RANKS_DEBUG=detail compares the calls)",
+          op);
+    }
     constexpr size_t shown = 8;
     for (size_t i = 0; i < elsewhere.size() && i < shown; ++i) {
       out += fmt::format("; rank {} is stuck {}", elsewhere[i].first, elsewhere[i].second);
