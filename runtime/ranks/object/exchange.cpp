@@ -90,8 +90,7 @@ Slots exchange(uint8_t* mine, size_t each, int dst, const Group& group, where_t 
 }
 
 // Every rank sees the same heads, so every rank raises the same error and none is left waiting.
-void check_same_root(const Slots& heads, const Group& group, std::string_view op, where_t where,
-                     std::string_view root_name) {
+void check_same_dst(const Slots& heads, const Group& group, std::string_view op, where_t where) {
   std::map<int64_t, std::vector<size_t>> ranks_by_root;
   for (size_t r = 0; r < heads.tensors.size(); ++r) {
     ranks_by_root[root_in(static_cast<const uint8_t*>(heads.tensors[r].data_ptr()))].push_back(r);
@@ -103,9 +102,8 @@ void check_same_root(const Slots& heads, const Group& group, std::string_view op
                                 fmt::join(members, ","), root));
   }
   throw Mismatch(fmt::format(
-      "mismatched {} on group '{}' at {}: the ranks name different {}: {} (rank {} here)", op,
-      group.name(), ranks::detail::where_str(where), root_name, fmt::join(sides, "; "),
-      get_rank(group)));
+      "mismatched {} on group '{}' at {}: the ranks name different dst: {} (rank {} here)", op,
+      group.name(), ranks::detail::where_str(where), fmt::join(sides, "; "), get_rank(group)));
 }
 
 // Every member's head (carrying up to `carries` bytes of its payload) and payload length, the
@@ -116,7 +114,7 @@ std::pair<Slots, std::vector<uint64_t>> all_gather_heads(const Bytes& mine, cons
                                                          int root = -1) {
   Bytes head = head_of(mine, carries, root);
   Slots heads = exchange(head.data(), head.size(), -1, group, where);
-  if (root >= 0) check_same_root(heads, group, op, where, "dst");
+  if (root >= 0) check_same_dst(heads, group, op, where);
   std::vector<uint64_t> lengths;
   lengths.reserve(heads.tensors.size());
   for (size_t r = 0; r < heads.tensors.size(); ++r) {
