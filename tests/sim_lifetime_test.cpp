@@ -1,10 +1,15 @@
 // What outlives a simulated run, and what a run leaves unfinished: Work and Group handles kept
 // past sim::run, ops a rank started that nobody completed, a rank that ends the process with
-// exit(), and a rank that polls Work::is_completed() instead of waiting.
+// exit(), a rank that polls Work::is_completed() instead of waiting, and one that never hands the
+// thread back.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ranks/ranks.hpp"
@@ -145,6 +150,58 @@ TEST(Polling, APollEndsWhenAPricedMessageLands) {
   EXPECT_EQ(sent, std::chrono::milliseconds(5));
   EXPECT_GT(landed, sent);  // the message's price on the model's link
   EXPECT_EQ(report.virtual_time, landed);
+}
+
+// --- a rank that never hands the thread back
+// ------------------------------------------------------
+
+// Rank 1 reads a pipe nobody writes to: a real block, which no other rank could ever end.
+void block_rank_one_forever() {
+  if (get_rank() == 0) barrier();
+  if (get_rank() == 1) {
+    int fds[2];
+    if (::pipe(fds) == 0) {
+      char byte;
+      (void)!::read(fds[0], &byte, 1);
+    }
+  }
+  barrier();
+}
+
+TEST(WallGuard, ARankBlockedOutsideRanksEndsTheRunWithItsReport) {
+  sim::Options o = options(3);
+  o.timeout = std::chrono::milliseconds(200);
+  EXPECT_EXIT(sim::run(o, block_rank_one_forever), testing::ExitedWithCode(1),
+              "outcome timeout(.|\n)*rank 1 has not handed the thread back to the simulator for "
+              "200 ms of real time(.|\n)*rank 0 +blocked in barrier");
+}
+
+TEST(WallGuard, TheProgramGetsTheReportBeforeTheProcessEnds) {
+  sim::Options o = options(3);
+  o.timeout = std::chrono::milliseconds(200);
+  o.on_exit = [](const sim::Report& report) {
+    std::fprintf(stderr, "got %s; rank 0 in %s; rank 1 %s: %s; rank 2 %s\n",
+                 std::string(sim::outcome_name(report.outcome)).c_str(), report.ranks[0].op.c_str(),
+                 report.ranks[1].state.c_str(), report.ranks[1].error.c_str(),
+                 report.ranks[2].error.c_str());
+  };
+  EXPECT_EXIT(sim::run(o, block_rank_one_forever), testing::ExitedWithCode(1),
+              "got timeout; rank 0 in barrier; rank 1 blocked: kept the thread for 200 ms of real "
+              "time, outside ranks \\(before any op\\); rank 2 had entered no op");
+}
+
+TEST(WallGuard, TheTimeoutIsPerStretchNotForTheWholeRun) {
+  // Each rank keeps the thread for 20 ms at a time, 40 times in all: the run takes four times
+  // the timeout of real time and never holds the thread for a whole one.
+  sim::Options o = options(2);
+  o.timeout = std::chrono::milliseconds(200);
+  auto report = sim::run(o, [] {
+    for (int step = 0; step < 20; ++step) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      barrier();
+    }
+  });
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
 }
 
 }  // namespace

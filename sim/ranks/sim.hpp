@@ -23,6 +23,8 @@ struct Options {
   int ranks_per_node = 0;        // 0: all ranks on one node
   std::string backend = "nccl";  // whose support matrix and device rules to emulate
   uint64_t seed = 0;             // 0: FIFO schedule; else a seeded interleaving
+  // Of virtual time for a blocking op; and of real time for a rank to hand the thread back
+  // (a rank blocked outside ranks, in a real sleep or lock, ends the run with outcome timeout).
   std::chrono::milliseconds timeout = std::chrono::minutes(30);
   std::vector<std::string> faults;             // same spec strings as `ranks sim --fault`
   bool move_data = true;                       // false: shapes only (planning at huge scale)
@@ -33,8 +35,9 @@ struct Options {
   // e.g. from `ranks calibrate`). Topology comes from ranks_per_node.
   std::string model;
   // A rank that calls exit() ends the one process every rank lives in, so the run ends there,
-  // as outcome crash. This gets that report before the process exits with status 1 (empty: the
-  // report's text goes to stderr). ranks::main prints it and writes the JSON, as for any run.
+  // as outcome crash; a rank that keeps the thread past the timeout of real time ends it too,
+  // as outcome timeout. This gets that report before the process exits with status 1 (empty:
+  // the report's text goes to stderr). ranks::main prints it and writes the JSON, as for any run.
   std::function<void(const Report&)> on_exit;
 };
 

@@ -333,7 +333,8 @@ Report Engine::make_report() const {
     const bool in_no_op = rank->failed_between_ops || rank->state == RankState::Runnable;
     if (in_no_op) row.error = rank->error;
     if (rank->state == RankState::Runnable && row.error.empty()) {
-      row.error = "between ops when the run ended";
+      row.error = rank->ops_entered == 0 ? "had entered no op when the run ended"
+                                         : "between ops when the run ended";
     }
     if (rank->state != RankState::Finished && !in_no_op) {
       BlockInfo info = rank->block;

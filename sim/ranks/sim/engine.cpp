@@ -13,6 +13,7 @@
 #include "ranks/sim/comm.hpp"
 #include "ranks/sim/scheduler.hpp"
 #include "ranks/sim/stack.hpp"
+#include "ranks/sim/wall_guard.hpp"
 
 namespace ranks::sim::detail {
 
@@ -82,6 +83,8 @@ Engine::~Engine() { work_pool_->orphan(); }
 void Engine::switching_to(boost::fibers::context* fiber, SimRank* rank) {
   running_fiber_ = fiber;
   running_ = rank;
+  // Only this thread writes it: a plain increment, not a locked read-modify-write.
+  switches_.store(switches_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   running_context_ = rank != nullptr ? &rank->context : nullptr;
 }
 
@@ -124,6 +127,7 @@ Report Engine::run(const std::function<void()>& body) {
   main_fiber_ = boost::fibers::context::active();
   arm_exit_guard(this);  // after Boost's scheduler exists: see ending.cpp
   {
+    WallGuard wall_guard(*this, options_.timeout);
     std::vector<boost::fibers::fiber> fibers;
     fibers.reserve(static_cast<size_t>(world_size));
     for (int r = 0; r < world_size; ++r) {

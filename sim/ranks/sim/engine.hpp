@@ -3,6 +3,7 @@
 // what happens when no fiber can run (the clock jumps to the next event or deadline, or the run
 // is stuck). Everything runs on one OS thread; nothing here is thread-safe, by design.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -104,6 +105,9 @@ class Engine final : public Clock {
   const Options& options() const { return options_; }
   SimRank& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
   SimRank* running() { return running_; }  // the running rank, or null on the main fiber
+  // How many times the scheduler has switched fibers: what the wall guard watches (from its own
+  // thread, the one thing here another thread reads).
+  uint64_t switches() const { return switches_.load(std::memory_order_relaxed); }
   // The scheduler tells the engine which fiber it resumes next (rank null: not a rank's fiber).
   void switching_to(boost::fibers::context* fiber, SimRank* rank);
   // The rank whose fiber the engine is handing to the scheduler right now, once; else null.
@@ -147,6 +151,10 @@ class Engine final : public Clock {
   void close_run(GroupRegistry& registry);
   // A rank called exit() (the process is ending under the run): report, then _exit(1).
   [[noreturn]] void on_exit_from_rank(SimRank& rank);
+  // No fiber switch for the run's timeout of real time (wall_guard.hpp): the running rank is
+  // blocked or busy outside ranks. Called from the guard's thread while the run's own thread is
+  // held there, so the engine's state stands still: report outcome timeout, then _exit(1).
+  [[noreturn]] void on_wall_stall();
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
   void on_op_entered(SimRank& rank, const BlockInfo& op) {
     ++rank.ops_entered;
@@ -192,6 +200,8 @@ class Engine final : public Clock {
   // "; rank 2 is sleeping (sleep_for); rank 3 is in recv ...": the first few of `ranks`.
   std::string whereabouts_of(const std::vector<int>& ranks) const;
   Report make_report() const;
+  // The process is ending under the run (exit(), a wall stall): the trace and the report now.
+  [[noreturn]] void end_process_with_report();
 
   Options options_;
   CostModel cost_model_;
@@ -207,6 +217,7 @@ class Engine final : public Clock {
   // Boost for the active fiber, a thread-local lookup on every wake.
   boost::fibers::context* main_fiber_ = nullptr;
   SimRank* running_ = nullptr;
+  std::atomic<uint64_t> switches_{0};
   SimRank* waking_ = nullptr;           // see take_waking()
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
