@@ -1,7 +1,7 @@
 // RANKS_DEBUG=detail on the real backends: calls that disagree (element count, reduce op, root,
 // op, dtype) raise Mismatch on every rank with the field-by-field difference and both call sites,
-// before any data moves, and the group stays usable. Real processes only: the simulator always
-// makes this check (tests/diagnosis_test.cpp).
+// before any data moves, and the group stays usable. Real processes (the simulator always makes
+// this check: tests/diagnosis_test.cpp), but for object collectives, whose body runs on both.
 
 #include <cstdlib>
 #include <string>
@@ -75,6 +75,35 @@ TEST_P(DebugDetail, SubGroupsAndObjectCollectives) {
                 (std::vector<std::string>{"x", "xx"}));
     }
   });
+}
+
+// Rank 0 broadcasts a list while the others all-gather objects: the message names the object
+// collectives the program called along with the ops in them that disagree.
+void disagreeing_object_collectives() {
+  const int rank = get_rank();
+  std::vector<int> list{rank};
+  expect_mismatch(
+      [&] {
+        if (rank == 0) {
+          broadcast_object_list(list, 0);
+        } else {
+          (void)all_gather_object(rank);
+        }
+      },
+      {"rank 0 called broadcast_object_list's broadcast(src 0, uint8 x ",
+       "rank 1 called all_gather_object's all_gather(uint8 x ", "op (broadcast vs all_gather)"});
+}
+
+TEST_P(DebugDetail, ObjectCollectivesAreNamedAsTheProgramCalledThem) {
+  run_on(GetParam(), 3, disagreeing_object_collectives);
+}
+
+TEST(DebugDetailInTheSimulator, ObjectCollectivesAreNamedAsTheProgramCalledThem) {
+  // The simulator makes the check on every run; a caught Mismatch still fails the run.
+  sim::Report report = simulate(3, disagreeing_object_collectives);
+  EXPECT_EQ(report.outcome, sim::Outcome::Mismatch) << report.to_text();
+  EXPECT_TRUE(Contains(report.message, "rank 0 called broadcast_object_list's broadcast("))
+      << report.message;
 }
 
 std::vector<std::string> real_backends() {

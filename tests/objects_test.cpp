@@ -219,6 +219,28 @@ TEST_P(Objects, DifferentTypesOnTheRanksAreAClearError) {
   });
 }
 
+TEST_P(Objects, ADecodingErrorNamesTheCallItsGroupAndItsLine) {
+  run_on(GetParam(), 2, [] {
+    // The payload is read after the ops that moved it have completed: the error names the
+    // object collective the program called, not them.
+    std::vector<float> sent{1.5f, 2.5f};
+    std::vector<int> received;
+    const int line = __LINE__ + 3;
+    try {
+      if (get_rank() == 0) broadcast_object_list(sent, 0);
+      if (get_rank() == 1) broadcast_object_list(received, 0);
+      EXPECT_EQ(get_rank(), 0) << "rank 1 read a list of float as a list of int";
+    } catch (const Mismatch& e) {
+      EXPECT_EQ(get_rank(), 1);
+      EXPECT_TRUE(Contains(e.what(), "broadcast_object_list on group 'world' at objects_test.cpp:" +
+                                         std::to_string(line) +
+                                         ": the object from rank 0 is not of this rank's type "
+                                         "std::vector<int>"))
+          << e.what();
+    }
+  });
+}
+
 TEST_P(Objects, RanksNamingDifferentDstsAreAMismatchOnEveryRank) {
   run_on(GetParam(), 3, [] {
     // Small objects travel in one all_gather, which has no root to disagree on: the dst each rank
@@ -442,7 +464,10 @@ TEST(ObjectsManyRanks, ReportsNameTheCallerAndTheOp) {
   });
   EXPECT_EQ(report.outcome, sim::Outcome::Deadlock);
   EXPECT_TRUE(Contains(report.to_text(), "objects_test.cpp"));
-  EXPECT_TRUE(Contains(report.to_text(), "all_gather"));
+  ASSERT_EQ(report.ranks.size(), 2u);
+  // The call the program made, not the all_gather it runs through.
+  EXPECT_EQ(report.ranks[0].op, "all_gather_object") << report.to_text();
+  EXPECT_TRUE(Contains(report.to_text(), "blocked in all_gather_object")) << report.to_text();
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ class Clock {
 };
 
 struct BackendCapabilities;
+class Group;
 
 namespace detail {
 
@@ -89,6 +90,13 @@ class Context {
   // check) in progress on this rank: the program's own metadata, so the simulator moves their
   // bytes even in a shapes-only run, where nothing downstream would make sense without them.
   int carrying_objects = 0;
+  // The outermost of them: the call the program made ("broadcast_object_list", its group and
+  // call site), whose name the ops it runs through take in messages and reports.
+  struct ObjectCall {
+    const char* api = nullptr;  // a string literal; null: none
+    const Group* group = nullptr;
+    std::source_location where;
+  } object_call;
 
   // Resets to the non-distributed state.
   void reset();
@@ -108,6 +116,23 @@ class CarryingObjects {
 
  private:
   Context& context_;
+};
+
+// At an object collective's entry: the ops it runs through take its name, group and call site
+// in messages and reports (object_call) for its lifetime, unless an outer call has named them.
+class ObjectCallScope {
+ public:
+  ObjectCallScope(const char* api, const Group& group, std::source_location where)
+      : context_(current()), outer_(context_.object_call) {
+    if (outer_.api == nullptr) context_.object_call = {api, &group, where};
+  }
+  ~ObjectCallScope() { context_.object_call = outer_; }
+  ObjectCallScope(const ObjectCallScope&) = delete;
+  ObjectCallScope& operator=(const ObjectCallScope&) = delete;
+
+ private:
+  Context& context_;
+  Context::ObjectCall outer_;
 };
 }  // namespace detail
 

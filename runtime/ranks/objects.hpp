@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ranks/collectives.hpp"
+#include "ranks/context.hpp"
 #include "ranks/init.hpp"
 #include "ranks/object/collect.hpp"
 #include "ranks/object/exchange.hpp"
@@ -32,6 +33,7 @@ template <class T>
 void broadcast_object_list(std::vector<T>& data, int src = 0, const Group& group = {},
                            where_t where = where_t::current()) {
   if (object::alone_in(group, "broadcast_object_list", where)) return;
+  detail::ObjectCallScope call("broadcast_object_list", group, where);
   const bool is_src = get_rank(group) == src;
   object::Bytes payload = is_src ? object::encode(data) : object::Bytes{};
   object::broadcast_bytes(payload, src, group, "broadcast_object_list", where);
@@ -47,6 +49,7 @@ template <class T>
 std::vector<T> all_gather_object(const T& data, const Group& group = {},
                                  where_t where = where_t::current()) {
   if (object::alone_in(group, "all_gather_object", where)) return {data};
+  detail::ObjectCallScope call("all_gather_object", group, where);
   object::Parts parts =
       object::all_gather_bytes(object::encode(data), group, "all_gather_object", where);
   return object::decode_parts<T>(parts, data, get_rank(group), group);
@@ -58,6 +61,7 @@ template <class T>
 std::optional<std::vector<T>> gather_object(const T& data, int dst = 0, const Group& group = {},
                                             where_t where = where_t::current()) {
   if (object::alone_in(group, "gather_object", where)) return std::vector<T>{data};
+  detail::ObjectCallScope call("gather_object", group, where);
   std::optional<object::Parts> parts =
       object::gather_bytes(object::encode(data), dst, group, "gather_object", where);
   if (!parts) return std::nullopt;
@@ -86,6 +90,8 @@ std::optional<std::vector<T>> collect_results(
   if (get_world_size() <= 1) {
     return std::vector<T>(part.begin(), part.begin() + std::min(size, part.size()));
   }
+  const Group world;
+  detail::ObjectCallScope call("collect_results", world, where);
   std::vector<std::vector<T>> parts;
   auto keep = [&](int rank, std::span<const uint8_t> payload) {
     parts.emplace_back();

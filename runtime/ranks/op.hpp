@@ -83,6 +83,8 @@ struct OpRequest {
   bool fingerprint_check = false;
 
   // Filled in by dispatch.
+  // The object collective this op is part of ("gather_object"; Context::object_call), or null.
+  const char* api = nullptr;
   uint64_t seq = 0;  // per group: collectives and point-to-point ops count separately
   std::chrono::milliseconds timeout{0};
   std::source_location where;
@@ -97,5 +99,10 @@ struct OpRequest {
     return outputs.empty() ? nullptr : &outputs.front();
   }
 };
+
+// What the caller knows the op by: the object collective it is part of, else its own name.
+inline std::string_view op_label(const OpRequest& request) {
+  return request.api != nullptr ? std::string_view(request.api) : op_name(request.kind);
+}
 
 }  // namespace ranks

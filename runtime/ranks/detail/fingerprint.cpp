@@ -29,6 +29,10 @@ Fingerprint fingerprint_of(const OpRequest& request) {
     file.remove_prefix(slash + 1);
   }
   std::memcpy(f.file, file.data(), std::min(file.size(), sizeof f.file - 1));
+  if (request.api != nullptr) {
+    const std::string_view api = request.api;
+    std::memcpy(f.api, api.data(), std::min(api.size(), sizeof f.api - 1));
+  }
   return f;
 }
 
@@ -77,7 +81,9 @@ std::string describe(const Fingerprint& f) {
     args += fmt::format("{} x {} on {}", dtype_name(f.dtype), f.numel, device_name(f.device));
   }
   if (args.ends_with(", ")) args.resize(args.size() - 2);
-  return fmt::format("{}({}) at {}:{}", op_name(f.kind), args, f.file, f.line);
+  const std::string_view api(f.api, strnlen(f.api, sizeof f.api));
+  return fmt::format("{}{}{}({}) at {}:{}", api, api.empty() ? "" : "'s ", op_name(f.kind), args,
+                     f.file, f.line);
 }
 
 }  // namespace ranks::detail

@@ -80,9 +80,9 @@ Record record_of(const GroupSpec& group, const OpRequest& request) {
   return Record{group.name,
                 static_cast<int64_t>(request.seq),
                 p2p,
-                std::string(op_name(request.kind)),
+                std::string(op_label(request)),
                 root,
-                fmt::format("in {}{} on group '{}' {}seq {} at {}", op_name(request.kind), peer,
+                fmt::format("in {}{} on group '{}' {}seq {} at {}", op_label(request), peer,
                             group.name, p2p ? "p2p " : "", request.seq, where_str(request.where))};
 }
 
@@ -169,7 +169,7 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
     if (auto* tcp = dynamic_cast<TCPStore*>(store.get()); tcp != nullptr && tcp->server()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    const std::string_view op = op_name(request.kind);
+    const std::string_view op = op_label(request);
     std::string out;
     if (!same.empty()) out += fmt::format("; {} timed out in this {} too", name_ranks(same), op);
     if (ranks_by_root.size() > 1) {

@@ -73,6 +73,7 @@ void check_same_layout(const std::string& layout, const Group& group, where_t wh
 void all_reduce_dict(std::map<std::string, Tensor>& data, ReduceOp op, const Group& group,
                      where_t where) {
   if (object::alone_in(group, "all_reduce_dict", where)) return;
+  detail::ObjectCallScope call("all_reduce_dict", group, where);
   std::optional<Device> device;
   DType promoted = DType::Bool;
   int64_t total = 0;

@@ -5,11 +5,24 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ranks/context.hpp"
+#include "ranks/detail/check.hpp"
+#include "ranks/group.hpp"
+
 namespace ranks::object {
 
 namespace {
 constexpr char magic[4] = {'r', 'k', 'o', 'b'};
 constexpr uint64_t default_max_bytes = uint64_t{8} << 30;
+
+// "gather_object on group 'world' at eval.cpp:9: " inside an object collective: a payload's
+// errors come after the ops that moved it, so they name the call themselves.
+std::string in_object_call() {
+  const Context::ObjectCall& call = current().object_call;
+  if (call.api == nullptr) return {};
+  return fmt::format("{} on group '{}' at {}: ", call.api, call.group->name(),
+                     ranks::detail::where_str(call.where));
+}
 }  // namespace
 
 uint64_t max_payload_bytes() {
@@ -35,7 +48,7 @@ void write_header(Bytes& out, uint64_t body_bytes, uint64_t type_tag) {
 }
 
 void throw_corrupt(std::string_view from, std::string_view why) {
-  throw Error(fmt::format("corrupt object payload from {}: {}", from, why));
+  throw Error(fmt::format("{}corrupt object payload from {}: {}", in_object_call(), from, why));
 }
 
 std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::string_view from,
@@ -69,19 +82,21 @@ std::span<const uint8_t> checked_body(std::span<const uint8_t> payload, std::str
   std::memcpy(&sent_tag, payload.data() + 16, 8);
   if (sent_tag != type_tag) {
     throw Mismatch(fmt::format(
-        "the object from {} is not of this rank's type {} (type tags {:016x} there, {:016x} "
+        "{}the object from {} is not of this rank's type {} (type tags {:016x} there, {:016x} "
         "here): do all ranks pass the same type?",
-        from, type, sent_tag, type_tag));
+        in_object_call(), from, type, sent_tag, type_tag));
   }
   return payload.subspan(header_bytes);
 }
 
 void check_announced_size(uint64_t bytes, std::string_view from, std::string_view op) {
   if (bytes < header_bytes || bytes > max_payload_bytes()) {
+    const std::string call = in_object_call();
     throw Mismatch(fmt::format(
-        "{}: {} announces an object of {} bytes, outside [{}, {}] (RANKS_MAX_OBJECT_BYTES); are "
+        "{}{} announces an object of {} bytes, outside [{}, {}] (RANKS_MAX_OBJECT_BYTES); are "
         "the ranks out of step, one of them in a different collective?",
-        op, from, bytes, header_bytes, max_payload_bytes()));
+        call.empty() ? fmt::format("{}: ", op) : call, from, bytes, header_bytes,
+        max_payload_bytes()));
   }
 }
 

@@ -17,19 +17,6 @@ using ranks::detail::where_str;
 
 namespace {
 
-std::string describe(const OpRequest& r) {
-  std::string args;
-  if (uses_reduce_op(r.kind)) args += std::string(reduce_op_name(r.reduce_op)) + ", ";
-  if (has_root(r.kind)) {
-    args += fmt::format("{} {}, ",
-                        r.kind == OpKind::Broadcast || r.kind == OpKind::Scatter ? "src" : "dst",
-                        r.root);
-  }
-  if (const Tensor* t = r.described_tensor()) args += t->str();
-  if (!args.empty() && args.ends_with(", ")) args.resize(args.size() - 2);
-  return fmt::format("{}({})", op_name(r.kind), args);
-}
-
 // Whether two ranks' calls of one collective agree: the cheap test every arrival takes.
 bool agree(const OpRequest& a, const OpRequest& b) {
   if (a.kind != b.kind || a.reduce_op != b.reduce_op || a.root != b.root || a.extra != b.extra) {
@@ -39,13 +26,6 @@ bool agree(const OpRequest& a, const OpRequest& b) {
   const Tensor* tb = b.described_tensor();
   if (ta == nullptr || tb == nullptr) return ta == tb;
   return ta->dtype() == tb->dtype() && (a.kind == OpKind::AllToAll || ta->numel() == tb->numel());
-}
-
-// The fields on which two ranks' calls of the same collective disagree (built only once the
-// cheap agree() has failed).
-std::vector<std::string> differences(const OpRequest& a, const OpRequest& b) {
-  return ranks::detail::differences(ranks::detail::fingerprint_of(a),
-                                    ranks::detail::fingerprint_of(b));
 }
 
 std::string list_ranks(const std::vector<int>& ranks) {
@@ -59,7 +39,7 @@ std::string list_ranks(const std::vector<int>& ranks) {
 
 namespace {
 BlockInfo describe_block(const OpRequest& request, const SimGroup& group) {
-  BlockInfo info{op_name(request.kind), &group.name(), static_cast<int64_t>(request.seq),
+  BlockInfo info{op_label(request), &group.name(), static_cast<int64_t>(request.seq),
                  request.where};
   if (is_point_to_point(request.kind) || has_root(request.kind)) {
     info.peer = request.root == any_source ? any_source : group.global_rank(request.root);
@@ -131,14 +111,17 @@ inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
 bool SimGroup::rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& work) {
   const OpRequest& reference = pending.arrivals[static_cast<size_t>(pending.first)].work->request;
   const OpRequest& request = work.request;
-  std::vector<std::string> diffs = differences(reference, request);
+  // Built only once the cheap agree() has failed; worded as the real backends' RANKS_DEBUG=detail
+  // check words it.
+  const auto expected = ranks::detail::fingerprint_of(reference);
+  const auto got = ranks::detail::fingerprint_of(request);
+  std::vector<std::string> diffs = ranks::detail::differences(expected, got);
   if (diffs.empty()) return false;
   std::string message = fmt::format(
-      "mismatched collectives on group '{}' at seq {}: rank {} called {} at {} but rank {} "
-      "called {} at {}; they differ in {}",
-      name(), seq, global_rank(pending.first), describe(reference), where_str(reference.where),
-      global_rank(work.group_rank), describe(request), where_str(request.where),
-      fmt::join(diffs, ", "));
+      "mismatched collectives on group '{}' at seq {}: rank {} called {} but rank {} called {}; "
+      "they differ in {}",
+      name(), seq, global_rank(pending.first), ranks::detail::describe(expected),
+      global_rank(work.group_rank), ranks::detail::describe(got), fmt::join(diffs, ", "));
   engine_.note_mismatch(message);
   auto error = std::make_exception_ptr(Mismatch(std::move(message)));
   pending.failed = error;
@@ -163,7 +146,7 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
     }
   } catch (const Mismatch& e) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
-        "mismatched {} on group '{}' at seq {}: {}", op_name(first.kind), name(), seq, e.what())));
+        "mismatched {} on group '{}' at seq {}: {}", op_label(first), name(), seq, e.what())));
   }
   // Completing may run no rank yet (waking only queues them), so the arrivals stay valid.
   std::vector<Arrival> arrivals = std::move(pending.arrivals);
@@ -447,8 +430,8 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
 
 void SimGroup::check_refusal(int rank, const OpRequest& request) const {
   const std::string_view backend = engine_.options().backend;
-  const std::string op = fmt::format("{} on group '{}' at {}", op_name(request.kind), name(),
-                                     where_str(request.where));
+  const std::string op =
+      fmt::format("{} on group '{}' at {}", op_label(request), name(), where_str(request.where));
   if (closed_by_rank_ >= 0) {
     if (rank == closed_by_rank_) {
       throw Timeout(fmt::format(
@@ -499,7 +482,7 @@ namespace {
   throw InvalidArgument(fmt::format(
       "{} at {}: group '{}' belongs to a simulation that has ended; make groups inside the "
       "run that uses them",
-      op_name(r.kind), where_str(r.where), group.name()));
+      op_label(r), where_str(r.where), group.name()));
 }
 }  // namespace
 

@@ -47,7 +47,7 @@ std::chrono::milliseconds Communicator::timeout_of(const OpRequest& request) con
 }
 
 std::string Communicator::describe(const OpRequest& request) const {
-  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_name(request.kind),
+  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_label(request),
                      spec_.name, spec_.rank, spec_.size(), request.seq,
                      ranks::detail::where_str(request.where));
 }

@@ -40,8 +40,8 @@ void expect_like(const Comm& comm, const OpRequest& r, const TensorList& list, c
 }  // namespace
 
 std::string prefix(const Comm& comm, const OpRequest& r) {
-  return fmt::format("{} on group '{}' (rank {} of {}) at {}", op_name(r.kind), comm.name,
-                     comm.rank, comm.size(), where_str(r.where));
+  return fmt::format("{} on group '{}' (rank {} of {}) at {}", op_label(r), comm.name, comm.rank,
+                     comm.size(), where_str(r.where));
 }
 
 [[noreturn]] void invalid(const Comm& comm, const OpRequest& r, const std::string& what) {

@@ -153,7 +153,7 @@ MpiWork::MpiWork(std::shared_ptr<Comm> c, OpRequest&& r)
 }
 
 std::string describe(const Comm& comm, const OpRequest& op) {
-  return fmt::format("{} on group '{}' (rank {} of {}) seq {} at {}", op_name(op.kind), comm.name,
+  return fmt::format("{} on group '{}' (rank {} of {}) seq {} at {}", op_label(op), comm.name,
                      comm.rank, comm.size(), op.seq, where_str(op.where));
 }
 
@@ -256,7 +256,7 @@ void MpiWork::time_out(std::chrono::nanoseconds waited, std::chrono::millisecond
       comm->mark_broken(
           fmt::format("{} seq {} at {} timed out, and MPI cannot cancel a collective "
                       "in flight",
-                      op_name(op.kind), op.seq, where_str(op.where)));
+                      op_label(op), op.seq, where_str(op.where)));
     }
   }
   error = std::make_exception_ptr(Timeout(timeout_text(
@@ -310,7 +310,7 @@ std::string timeout_text(const Comm& comm, const OpRequest& op, std::chrono::nan
   return fmt::format(
       "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; mpi "
       "backend); {}{}{}",
-      comm.global_rank(comm.rank), format_timeout(timeout), op_name(op.kind), comm.name, op.seq,
+      comm.global_rank(comm.rank), format_timeout(timeout), op_label(op), comm.name, op.seq,
       where_str(op.where), waited_ms, missing(comm, op), consequence.empty() ? "" : "; ",
       consequence);
 }

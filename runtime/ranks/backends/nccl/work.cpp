@@ -116,7 +116,7 @@ std::chrono::milliseconds Communicator::timeout_of(const OpRequest& request) con
 }
 
 std::string Communicator::describe(const OpRequest& request) const {
-  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_name(request.kind),
+  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_label(request),
                      spec_.name, spec_.rank, spec_.size(), request.seq, where_str(request.where));
 }
 
@@ -242,7 +242,7 @@ std::string NcclWork::timeout_message(Clock::time_point now,
   return fmt::format(
       "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; nccl "
       "backend); {}; {}; the communicator is aborted, so later ops of this group fail too",
-      c.global_rank(), format_timeout(timeout), op_name(request_.kind), c.spec().name, request_.seq,
+      c.global_rank(), format_timeout(timeout), op_label(request_), c.spec().name, request_.seq,
       where_str(request_.where), waited_ms, missing,
       Watchdog::instance().flight_record(c.spec().name, now));
 }
