@@ -3,6 +3,8 @@
 #include <random>
 #include <utility>
 
+#include "ranks/group.hpp"
+
 namespace ranks {
 
 namespace {
@@ -38,6 +40,22 @@ void Context::reset() {
 }
 
 namespace detail {
+
+ObjectCallScope::ObjectCallScope(const char* api, const Group& group, std::source_location where)
+    : context_(current()),
+      outer_(context_.object_call),
+      group_(group.is_default() ? context_.world.get() : group.impl().get()) {
+  if (outer_.api == nullptr) context_.object_call = {api, &group, where};
+  if (group_ != nullptr) {
+    outer_api_ = group_->object_api;
+    if (outer_api_ == nullptr) group_->object_api = context_.object_call.api;
+  }
+}
+
+ObjectCallScope::~ObjectCallScope() {
+  context_.object_call = outer_;
+  if (group_ != nullptr) group_->object_api = outer_api_;
+}
 
 Context* const* set_context_slot(Context* const* slot) {
   return std::exchange(simulated_slot, slot);

@@ -41,6 +41,10 @@ struct GroupImpl {
   // Payload bytes the heads of this group's next all_gather_object carry (object/exchange.cpp);
   // every member updates it in step.
   uint64_t object_head_payload = 0;
+  // The object collective in progress on this group (Context::object_call's name), which
+  // dispatch gives the ops it runs through (OpRequest::api); kept here, where dispatch looks
+  // anyway, rather than read from the Context on every op.
+  const char* object_api = nullptr;
   int size() const { return spec.size(); }
 };
 
@@ -119,20 +123,20 @@ class CarryingObjects {
 };
 
 // At an object collective's entry: the ops it runs through take its name, group and call site
-// in messages and reports (object_call) for its lifetime, unless an outer call has named them.
+// in messages and reports (object_call, GroupImpl::object_api) for its lifetime, unless an outer
+// call has named them.
 class ObjectCallScope {
  public:
-  ObjectCallScope(const char* api, const Group& group, std::source_location where)
-      : context_(current()), outer_(context_.object_call) {
-    if (outer_.api == nullptr) context_.object_call = {api, &group, where};
-  }
-  ~ObjectCallScope() { context_.object_call = outer_; }
+  ObjectCallScope(const char* api, const Group& group, std::source_location where);
+  ~ObjectCallScope();
   ObjectCallScope(const ObjectCallScope&) = delete;
   ObjectCallScope& operator=(const ObjectCallScope&) = delete;
 
  private:
   Context& context_;
   Context::ObjectCall outer_;
+  GroupImpl* group_;  // null: not distributed, or not a member (the call refuses it)
+  const char* outer_api_ = nullptr;
 };
 }  // namespace detail
 

@@ -62,7 +62,7 @@ Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location&
     }
   }
   request.where = where;
-  request.api = current().object_call.api;
+  request.api = group.object_api;
   if (debug_detail() && !is_point_to_point(request.kind) && current().clock == nullptr) {
     verify_same_call(group, request);  // the simulator always compares; real runs on request
   }
