@@ -1,6 +1,7 @@
 // A simulated rank that dies on a signal (abort(), a segfault in its body) takes the one process
 // every rank lives in with it, before the engine can report. This handler writes the report the
-// engine would have: outcome crash, naming the rank that was running and the op it last entered.
+// engine would have: outcome crash, naming the rank that was running and the op it last entered,
+// and a row for every rank as it stood.
 // It runs in a signal handler, possibly on a corrupt heap: it formats into fixed buffers, writes
 // with write(2) and never allocates; then the signal takes its course, so the process still
 // dies of it.
@@ -23,16 +24,6 @@ namespace {
 char report_path[4096];
 char alternate_stack[64 * 1024];  // a rank that overflowed its stack still gets a report
 
-// Appends text to out as the inside of a JSON string.
-size_t append_json_string(char* out, size_t at, size_t size, std::string_view text) {
-  for (char c : text) {
-    if (at + 2 >= size) break;
-    if (c == '"' || c == '\\') out[at++] = '\\';
-    out[at++] = (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
-  }
-  return at;
-}
-
 void write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
@@ -42,10 +33,76 @@ void write_all(int fd, const char* data, size_t size) {
   }
 }
 
+// Writes to fd through a fixed buffer: one row per rank, whatever the world size.
+struct Out {
+  int fd = -1;
+  char buffer[16 * 1024];
+  size_t used = 0;
+
+  void flush() {
+    write_all(fd, buffer, used);
+    used = 0;
+  }
+  void put(std::string_view text) {
+    for (char c : text) {
+      if (used == sizeof buffer) flush();
+      buffer[used++] = c;
+    }
+  }
+  template <class... Args>
+  void format(fmt::format_string<Args...> pattern, Args&&... args) {
+    char line[512];
+    const auto result = fmt::format_to_n(line, sizeof line, pattern, std::forward<Args>(args)...);
+    put(std::string_view(line, std::min(result.size, sizeof line)));
+  }
+  // The inside of a JSON string.
+  void json(std::string_view text) {
+    for (char c : text) {
+      if (c == '"' || c == '\\') put("\\");
+      const char shown = static_cast<unsigned char>(c) < 0x20 ? ' ' : c;
+      put(std::string_view(&shown, 1));
+    }
+  }
+};
+
+// A rank the crash stopped, as the engine's own report would show it (diagnosis.cpp), from what
+// its SimRank holds.
+void append_row(Out& out, const SimRank& rank) {
+  const bool in_op = rank.state != RankState::Finished && rank.state != RankState::Runnable &&
+                     !rank.failed_between_ops;
+  const char* state = rank.state == RankState::Finished  ? "finished"
+                      : rank.state == RankState::Failed  ? "failed"
+                      : rank.state == RankState::Crashed ? "crashed"
+                                                         : "blocked";
+  out.format("{{\"rank\": {}, \"state\": \"{}\", \"op\": \"", rank.rank, state);
+  if (in_op) {
+    const BlockInfo& op = rank.block;
+    const char* file = op.where.file_name() != nullptr ? op.where.file_name() : "";
+    const char* slash = std::strrchr(file, '/');
+    out.json(op.op);
+    out.put("\", \"group\": \"");
+    if (op.group != nullptr) out.json(*op.group);
+    out.format("\", \"seq\": {}, \"where\": \"", op.seq);
+    if (op.where.line() != 0) {
+      out.json(slash != nullptr ? slash + 1 : file);
+      out.format(":{}", op.where.line());
+    }
+  } else {
+    out.put("\", \"group\": \"\", \"seq\": -1, \"where\": \"");
+  }
+  out.put("\", \"error\": \"");
+  if (rank.state == RankState::Runnable) {
+    out.put(rank.ops_entered == 0 ? "had entered no op when the run ended"
+                                  : "between ops when the run ended");
+  } else {
+    out.json(rank.error);
+  }
+  out.put("\"}");
+}
+
 void on_fatal_signal(int sig) {
   static char message[2048];
   static char where[1024];
-  static char report[8192];
   Engine* engine = running_engine_for_crash();
   const SimRank* rank = engine != nullptr ? engine->running() : nullptr;
   size_t length = 0;
@@ -81,28 +138,35 @@ void on_fatal_signal(int sig) {
   const unsigned long long seed = options ? options->seed : 0;
   const long long now = engine != nullptr ? engine->now().count() : 0;
 
-  size_t at = fmt::format_to_n(report, sizeof report,
-                               "{{\"outcome\": \"crash\", \"world_size\": {}, \"seed\": {}, "
-                               "\"virtual_time_ns\": {}, \"message\": \"",
-                               world_size, seed, now)
-                  .size;
-  at = append_json_string(report, at, sizeof report, text);
-  at += fmt::format_to_n(report + at, sizeof report - at, "\", \"ranks\": [").size;
-  if (rank != nullptr) {
-    at += fmt::format_to_n(report + at, sizeof report - at,
-                           "{{\"rank\": {}, \"state\": \"crashed\", \"op\": \"\", \"group\": \"\", "
-                           "\"seq\": -1, \"where\": \"\", \"error\": \"",
-                           rank->rank)
-              .size;
-    at = append_json_string(report, at, sizeof report, text);
-    at += fmt::format_to_n(report + at, sizeof report - at, "\"}}").size;
-  }
-  at += fmt::format_to_n(report + at, sizeof report - at, "], \"cycle\": []}}\n").size;
-  if (at > sizeof report) at = sizeof report;
   if (report_path[0] != '\0') {
     int fd = ::open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      write_all(fd, report, at);
+      static Out out;  // 16 KiB: not on the (alternate) signal stack
+      out.fd = fd;
+      out.used = 0;
+      out.format(
+          "{{\"outcome\": \"crash\", \"world_size\": {}, \"seed\": {}, "
+          "\"virtual_time_ns\": {}, \"message\": \"",
+          world_size, seed, now);
+      out.json(text);
+      out.put("\", \"ranks\": [");
+      if (engine != nullptr) {
+        for (int r = 0; r < world_size; ++r) {
+          if (r > 0) out.put(", ");
+          if (&engine->rank(r) == rank) {
+            out.format(
+                "{{\"rank\": {}, \"state\": \"crashed\", \"op\": \"\", \"group\": \"\", "
+                "\"seq\": -1, \"where\": \"\", \"error\": \"",
+                r);
+            out.json(text);
+            out.put("\"}");
+          } else {
+            append_row(out, engine->rank(r));
+          }
+        }
+      }
+      out.put("], \"cycle\": []}\n");
+      out.flush();
       ::close(fd);
     }
   }
