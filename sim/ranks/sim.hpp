@@ -35,9 +35,10 @@ struct Options {
   // e.g. from `ranks calibrate`). Topology comes from ranks_per_node.
   std::string model;
   // A rank that calls exit() ends the one process every rank lives in, so the run ends there,
-  // as outcome crash; a rank that keeps the thread past the timeout of real time ends it too,
-  // as outcome timeout. This gets that report before the process exits with status 1 (empty:
-  // the report's text goes to stderr). ranks::main prints it and writes the JSON, as for any run.
+  // as outcome crash. This gets that report before the process exits with status 1 (empty: the
+  // report's text goes to stderr). ranks::main prints it and writes the JSON, as for any run.
+  // (A rank that keeps the thread past the timeout, or dies on a signal, is reported from a
+  // signal handler, where this cannot run: see detail::install_crash_report.)
   std::function<void(const Report&)> on_exit;
 };
 
@@ -72,7 +73,8 @@ Report run(const Options&, const std::function<void()>& body);
 namespace detail {
 // For ranks::main: a rank that dies on a signal (abort(), a segfault) ends the process every
 // simulated rank shares; the handler this installs still writes the crash report naming that
-// rank (to report_path when it is not empty, and to stdout), then lets the signal kill.
+// rank (to report_path when it is not empty, and to stdout), then lets the signal kill. The
+// timeout report of a rank that keeps the thread (Options::timeout) goes to the same path.
 void install_crash_report(const char* report_path);
 }  // namespace detail
 

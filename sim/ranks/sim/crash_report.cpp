@@ -1,16 +1,18 @@
-// A simulated rank that dies on a signal (abort(), a segfault in its body) takes the one process
-// every rank lives in with it, before the engine can report. This handler writes the report the
-// engine would have: outcome crash, naming the rank that was running and the op it last entered,
-// and a row for every rank as it stood.
-// It runs in a signal handler, possibly on a corrupt heap: it formats into fixed buffers, writes
-// with write(2) and never allocates; then the signal takes its course, so the process still
-// dies of it.
+// Reports written from a signal handler, where the engine cannot report: a simulated rank that
+// dies on a signal (abort(), a segfault in its body) takes the one process every rank lives in
+// with it (outcome crash; then the signal takes its course, so the process still dies of it),
+// and a rank that keeps the thread past the timeout (wall_guard.hpp; outcome timeout, exit 1).
+// Each names the rank that was running and the op it last entered, with a row for every rank as
+// it stood. The heap may be corrupt, or the rank interrupted inside malloc: the handlers format
+// into fixed buffers, write with write(2) and never allocate.
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -100,69 +102,54 @@ void append_row(Out& out, const SimRank& rank) {
   out.put("\"}");
 }
 
-void on_fatal_signal(int sig) {
-  static char message[2048];
-  static char where[1024];
-  Engine* engine = running_engine_for_crash();
-  const SimRank* rank = engine != nullptr ? engine->running() : nullptr;
-  size_t length = 0;
-  if (rank == nullptr) {
-    length = fmt::format_to_n(message, sizeof message - 1,
-                              "the process died on signal {} (SIG{}) while no rank was running",
-                              sig, sigabbrev_np(sig))
-                 .size;
-  } else {
-    const BlockInfo& last = rank->block;
-    const auto at =
-        fmt::format_to_n(where, sizeof where - 1, "{}:{}",
-                         last.where.file_name() ? last.where.file_name() : "", last.where.line());
-    where[at.size < sizeof where ? at.size : sizeof where - 1] = '\0';
-    const char* file = std::strrchr(where, '/');
-    file = file != nullptr ? file + 1 : where;
-    length = rank->ops_entered == 0
-                 ? fmt::format_to_n(message, sizeof message - 1,
-                                    "rank {} died on signal {} (SIG{}) in its body, before any op",
-                                    rank->rank, sig, sigabbrev_np(sig))
-                       .size
-                 : fmt::format_to_n(message, sizeof message - 1,
-                                    "rank {} died on signal {} (SIG{}) in its body, after entering "
-                                    "its op {} ({} on group '{}' seq {} at {})",
-                                    rank->rank, sig, sigabbrev_np(sig), rank->ops_entered, last.op,
-                                    last.group ? *last.group : "", last.seq, file)
-                       .size;
-  }
-  if (length >= sizeof message) length = sizeof message - 1;
-  const std::string_view text(message, length);
+// "after entering its op 3 (barrier on group 'world' seq 2 at train.cpp:42)" or "before any op",
+// as Engine::after_last_op() says it, into a fixed buffer.
+std::string_view after_last_op(const SimRank& rank) {
+  static char text[1024];
+  if (rank.ops_entered == 0) return "before any op";
+  const BlockInfo& last = rank.block;
+  const char* file = last.where.file_name() != nullptr ? last.where.file_name() : "";
+  const char* slash = std::strrchr(file, '/');
+  const auto result = fmt::format_to_n(
+      text, sizeof text, "after entering its op {} ({} on group '{}' seq {} at {}:{})",
+      rank.ops_entered, last.op, last.group != nullptr ? std::string_view(*last.group) : "",
+      last.seq, slash != nullptr ? slash + 1 : file, last.where.line());
+  return {text, std::min(result.size, sizeof text)};
+}
+
+// The report as the engine would write it, from a signal handler: the JSON to the report path
+// (when there is one), the human text to stdout. `culprit` (the running rank, if any) gets
+// `culprit_state` and `culprit_error`; every other rank its row as it stood.
+void write_last_words(Engine* engine, const SimRank* culprit, std::string_view outcome,
+                      std::string_view message, std::string_view culprit_state,
+                      std::string_view culprit_error) {
   const Options* options = engine != nullptr ? &engine->options() : nullptr;
   const int world_size = options ? options->world_size : 0;
   const unsigned long long seed = options ? options->seed : 0;
   const long long now = engine != nullptr ? engine->now().count() : 0;
-
+  static Out out;  // 16 KiB: not on the (alternate) signal stack
   if (report_path[0] != '\0') {
     int fd = ::open(report_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      static Out out;  // 16 KiB: not on the (alternate) signal stack
       out.fd = fd;
       out.used = 0;
       out.format(
-          "{{\"outcome\": \"crash\", \"world_size\": {}, \"seed\": {}, "
+          "{{\"outcome\": \"{}\", \"world_size\": {}, \"seed\": {}, "
           "\"virtual_time_ns\": {}, \"message\": \"",
-          world_size, seed, now);
-      out.json(text);
+          outcome, world_size, seed, now);
+      out.json(message);
       out.put("\", \"ranks\": [");
-      if (engine != nullptr) {
-        for (int r = 0; r < world_size; ++r) {
-          if (r > 0) out.put(", ");
-          if (&engine->rank(r) == rank) {
-            out.format(
-                "{{\"rank\": {}, \"state\": \"crashed\", \"op\": \"\", \"group\": \"\", "
-                "\"seq\": -1, \"where\": \"\", \"error\": \"",
-                r);
-            out.json(text);
-            out.put("\"}");
-          } else {
-            append_row(out, engine->rank(r));
-          }
+      for (int r = 0; engine != nullptr && r < world_size; ++r) {
+        if (r > 0) out.put(", ");
+        if (&engine->rank(r) == culprit) {
+          out.format(
+              "{{\"rank\": {}, \"state\": \"{}\", \"op\": \"\", \"group\": \"\", "
+              "\"seq\": -1, \"where\": \"\", \"error\": \"",
+              r, culprit_state);
+          out.json(culprit_error);
+          out.put("\"}");
+        } else {
+          append_row(out, engine->rank(r));
         }
       }
       out.put("], \"cycle\": []}\n");
@@ -170,18 +157,75 @@ void on_fatal_signal(int sig) {
       ::close(fd);
     }
   }
-  static char human[4096];
-  size_t shown = fmt::format_to_n(human, sizeof human - 1,
-                                  "\nranks sim: outcome crash ({} ranks, seed {}, virtual time {} "
-                                  "ns)\n{}\n",
-                                  world_size, seed, now, text)
-                     .size;
-  write_all(STDOUT_FILENO, human, shown < sizeof human ? shown : sizeof human - 1);
+  out.fd = STDOUT_FILENO;
+  out.used = 0;
+  out.format("\nranks sim: outcome {} ({} ranks, seed {}, virtual time {} ns)\n", outcome,
+             world_size, seed, now);
+  out.put(message);
+  out.put("\n");
+  out.flush();
+}
+
+void on_fatal_signal(int sig) {
+  static char message[2048];
+  Engine* engine = running_engine_for_crash();
+  const SimRank* rank = engine != nullptr ? engine->running() : nullptr;
+  size_t length = 0;
+  if (rank == nullptr) {
+    length = fmt::format_to_n(message, sizeof message,
+                              "the process died on signal {} (SIG{}) while no rank was running",
+                              sig, sigabbrev_np(sig))
+                 .size;
+  } else {
+    length = fmt::format_to_n(message, sizeof message,
+                              "rank {} died on signal {} (SIG{}) in its "
+                              "body, {}",
+                              rank->rank, sig, sigabbrev_np(sig), after_last_op(*rank))
+                 .size;
+  }
+  const std::string_view text(message, std::min(length, sizeof message));
+  write_last_words(engine, rank, "crash", text, "crashed", text);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
 
 }  // namespace
+
+void report_stall_and_exit(Engine& engine) {
+  static char message[2048];
+  static char error[1280];
+  const SimRank* rank = engine.running();
+  char duration[32];
+  const std::string_view timeout =
+      format_duration_to(duration, std::chrono::nanoseconds(engine.options().timeout));
+  size_t length = 0;
+  size_t error_length = 0;
+  if (rank != nullptr) {
+    length = fmt::format_to_n(
+                 message, sizeof message,
+                 "rank {} has not handed the thread back to the simulator for {} of real time "
+                 "(the run's timeout), {}: it is blocked or busy outside ranks (a real sleep or "
+                 "lock, I/O, waiting for another rank by means ranks cannot see, a long "
+                 "computation). Every simulated rank runs on this one thread, so no other rank "
+                 "could run; real ranks waiting for it would time out",
+                 rank->rank, timeout, after_last_op(*rank))
+                 .size;
+    error_length = fmt::format_to_n(error, sizeof error,
+                                    "kept the thread for {} of real time, outside ranks ({})",
+                                    timeout, after_last_op(*rank))
+                       .size;
+  } else {
+    length = fmt::format_to_n(message, sizeof message,
+                              "the simulator made no progress for {} of real time (the run's "
+                              "timeout) while no rank was running",
+                              timeout)
+                 .size;
+  }
+  write_last_words(&engine, rank, "timeout",
+                   std::string_view(message, std::min(length, sizeof message)), "blocked",
+                   std::string_view(error, std::min(error_length, sizeof error)));
+  ::_exit(1);
+}
 
 void install_crash_report(const char* path) {
   std::strncpy(report_path, path != nullptr ? path : "", sizeof report_path - 1);

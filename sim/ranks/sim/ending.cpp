@@ -1,9 +1,7 @@
 // How a run ends: what it leaves unfinished (ops nobody completed, faults that never struck),
-// which its report names, a rank that ends the whole process with exit(), and one that never
-// hands the thread back (wall_guard.hpp).
+// which its report names, and a rank that ends the whole process with exit().
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -80,37 +78,6 @@ void Engine::on_exit_from_rank(SimRank& rank) {
       rank.rank, after, format_duration(now_));
   if (!first_failure_) first_failure_ = Failure{now_, rank.rank, "crash", rank.error};
   if (trace_) trace_->instant(rank.rank, "exit", now_, rank.error);
-  end_process_with_report();
-}
-
-void Engine::on_wall_stall() {
-  // Whatever happens to the report below (the program's stdout stuck behind the blocked rank's
-  // lock on it), the process still ends; the JSON report is written first.
-  ::alarm(30);
-  SimRank* rank = running_;
-  std::string message;
-  if (rank != nullptr) {
-    message = fmt::format(
-        "rank {} has not handed the thread back to the simulator for {} of real time (the run's "
-        "timeout), {}: it is blocked or busy outside ranks (a real sleep or lock, I/O, waiting "
-        "for another rank by means ranks cannot see, a long computation). Every simulated rank "
-        "runs on this one thread, so no other rank could run; real ranks waiting for it would "
-        "time out",
-        rank->rank, format_duration(options_.timeout), after_last_op(*rank));
-    rank->failed_between_ops = true;  // in no op: the report's row gives this as its error
-    rank->error_kind = "timeout";
-    rank->error = fmt::format("kept the thread for {} of real time, outside ranks ({})",
-                              format_duration(options_.timeout), after_last_op(*rank));
-    if (trace_) trace_->instant(rank->rank, "stalled", now_, message);
-  } else {
-    message = fmt::format(
-        "the simulator made no progress for {} of real time (the run's timeout) while no rank "
-        "was running",
-        format_duration(options_.timeout));
-  }
-  if (!first_failure_) {
-    first_failure_ = Failure{now_, rank != nullptr ? rank->rank : -1, "timeout", message};
-  }
   end_process_with_report();
 }
 

@@ -23,12 +23,21 @@ size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1
 
 }  // namespace
 
+std::string_view format_duration_to(std::span<char, 32> out, Nanos d) {
+  const auto ns = d.count();
+  const auto write = [&](auto count, std::string_view unit) {
+    return std::string_view(out.data(),
+                            fmt::format_to_n(out.data(), out.size(), "{} {}", count, unit).size);
+  };
+  if (ns % 60'000'000'000 == 0 && ns != 0) return write(ns / 60'000'000'000, "min");
+  if (ns % 1'000'000'000 == 0 && ns != 0) return write(ns / 1'000'000'000, "s");
+  if (ns % 1'000'000 == 0 && ns != 0) return write(ns / 1'000'000, "ms");
+  return write(ns, "ns");
+}
+
 std::string format_duration(Nanos d) {
-  auto ns = d.count();
-  if (ns % 60'000'000'000 == 0 && ns != 0) return fmt::format("{} min", ns / 60'000'000'000);
-  if (ns % 1'000'000'000 == 0 && ns != 0) return fmt::format("{} s", ns / 1'000'000'000);
-  if (ns % 1'000'000 == 0 && ns != 0) return fmt::format("{} ms", ns / 1'000'000);
-  return fmt::format("{} ns", ns);
+  char text[32];
+  return std::string(format_duration_to(text, d));
 }
 
 Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,10 @@ class Engine;
 // (ending.cpp, crash_report.cpp). Arming also makes the guard that turns exit() into a report.
 void arm_exit_guard(Engine* running);
 Engine* running_engine_for_crash();
+// The running rank has kept the thread past the run's timeout of real time (wall_guard.hpp):
+// from the guard's signal handler, writes the timeout report as the crash handler writes its
+// report (crash_report.cpp: no allocation), then _exit(1).
+[[noreturn]] void report_stall_and_exit(Engine& engine);
 class GroupRegistry;
 
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
@@ -44,6 +49,8 @@ enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 
 // "30 min", "2 s", "15 ms" or "123 ns": the largest unit that divides the duration.
 std::string format_duration(std::chrono::nanoseconds d);
+// The same into out (a signal handler's buffer: no allocation); 32 chars hold any duration.
+std::string_view format_duration_to(std::span<char, 32> out, std::chrono::nanoseconds d);
 // "0 → 1 → 2 → 0"; a cycle of more than 12 ranks shows its first 8 and last 2, and how many
 // are left out between (Report::cycle keeps them all).
 std::string format_cycle(const std::vector<int>& cycle);
@@ -105,8 +112,8 @@ class Engine final : public Clock {
   const Options& options() const { return options_; }
   SimRank& rank(int r) { return *ranks_[static_cast<size_t>(r)]; }
   SimRank* running() { return running_; }  // the running rank, or null on the main fiber
-  // How many times the scheduler has switched fibers: what the wall guard watches (from its own
-  // thread, the one thing here another thread reads).
+  // How many times the scheduler has switched fibers: what the wall guard watches (from a signal
+  // handler on this thread; atomic so that the handler reads a whole value).
   uint64_t switches() const { return switches_.load(std::memory_order_relaxed); }
   // The scheduler tells the engine which fiber it resumes next (rank null: not a rank's fiber).
   void switching_to(boost::fibers::context* fiber, SimRank* rank);
@@ -151,10 +158,6 @@ class Engine final : public Clock {
   void close_run(GroupRegistry& registry);
   // A rank called exit() (the process is ending under the run): report, then _exit(1).
   [[noreturn]] void on_exit_from_rank(SimRank& rank);
-  // No fiber switch for the run's timeout of real time (wall_guard.hpp): the running rank is
-  // blocked or busy outside ranks. Called from the guard's thread while the run's own thread is
-  // held there, so the engine's state stands still: report outcome timeout, then _exit(1).
-  [[noreturn]] void on_wall_stall();
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
   void on_op_entered(SimRank& rank, const BlockInfo& op) {
     ++rank.ops_entered;
