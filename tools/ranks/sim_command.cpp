@@ -238,7 +238,9 @@ Command add_sim_command(CLI::App& app) {
                    ->check(CLI::Range(uint64_t{0}, uint64_t{std::numeric_limits<int64_t>::max()}));
   sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")
       ->excludes(seed);
-  sim->add_option("--timeout", args->timeout_seconds, "per-op timeout in (virtual) seconds")
+  sim->add_option("--timeout", args->timeout_seconds,
+                  "per-op timeout in virtual seconds (default 1800); also how long, in real "
+                  "seconds, one rank may keep the thread all ranks share")
       ->check(CLI::Validator(
           [](const std::string& text) -> std::string {
             // Whole milliseconds, as the simulator keeps them, and no more than a year.
