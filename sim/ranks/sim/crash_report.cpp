@@ -102,19 +102,9 @@ void append_row(Out& out, const SimRank& rank) {
   out.put("\"}");
 }
 
-// "after entering its op 3 (barrier on group 'world' seq 2 at train.cpp:42)" or "before any op",
-// as Engine::after_last_op() says it, into a fixed buffer.
 std::string_view after_last_op(const SimRank& rank) {
   static char text[1024];
-  if (rank.ops_entered == 0) return "before any op";
-  const BlockInfo& last = rank.block;
-  const char* file = last.where.file_name() != nullptr ? last.where.file_name() : "";
-  const char* slash = std::strrchr(file, '/');
-  const auto result = fmt::format_to_n(
-      text, sizeof text, "after entering its op {} ({} on group '{}' seq {} at {}:{})",
-      rank.ops_entered, last.op, last.group != nullptr ? std::string_view(*last.group) : "",
-      last.seq, slash != nullptr ? slash + 1 : file, last.where.line());
-  return {text, std::min(result.size, sizeof text)};
+  return after_last_op_to(text, rank);
 }
 
 // The report as the engine would write it, from a signal handler: the JSON to the report path
@@ -190,6 +180,18 @@ void on_fatal_signal(int sig) {
 }
 
 }  // namespace
+
+std::string_view after_last_op_to(std::span<char, 1024> out, const SimRank& rank) {
+  if (rank.ops_entered == 0) return "before any op";
+  const BlockInfo& last = rank.block;
+  const char* file = last.where.file_name() != nullptr ? last.where.file_name() : "";
+  const char* slash = std::strrchr(file, '/');
+  const auto result = fmt::format_to_n(
+      out.data(), out.size(), "after entering its op {} ({} on group '{}' seq {} at {}:{})",
+      rank.ops_entered, last.op, last.group != nullptr ? std::string_view(*last.group) : "",
+      last.seq, slash != nullptr ? slash + 1 : file, last.where.line());
+  return {out.data(), std::min(result.size, out.size())};
+}
 
 void report_stall_and_exit(Engine& engine) {
   static char message[2048];

@@ -77,12 +77,10 @@ void Engine::on_exit_from_rank(SimRank& rank) {
       "so the run ends here (return from the body, or throw, to end one rank)",
       rank.rank, after, format_duration(now_));
   if (!first_failure_) first_failure_ = Failure{now_, rank.rank, "crash", rank.error};
-  if (trace_) trace_->instant(rank.rank, "exit", now_, rank.error);
-  end_process_with_report();
-}
-
-void Engine::end_process_with_report() {
-  if (trace_) trace_->write(*options_.trace, options_.world_size);
+  if (trace_) {
+    trace_->instant(rank.rank, "exit", now_, rank.error);
+    trace_->write(*options_.trace, options_.world_size);
+  }
   Report report = make_report();
   if (options_.on_exit) {
     options_.on_exit(report);

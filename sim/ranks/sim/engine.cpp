@@ -192,11 +192,8 @@ Report Engine::run(const std::function<void()>& body) {
 }
 
 std::string Engine::after_last_op(const SimRank& rank) const {
-  if (rank.ops_entered == 0) return "before any op";
-  const BlockInfo& last = rank.block;
-  return fmt::format("after entering its op {} ({} on group '{}' seq {} at {})", rank.ops_entered,
-                     last.op, last.group ? *last.group : "", last.seq,
-                     ranks::detail::where_str(last.where));
+  char text[1024];
+  return std::string(after_last_op_to(text, rank));
 }
 
 void Engine::record_body_failure(SimRank& rank, std::string message, std::string kind) {

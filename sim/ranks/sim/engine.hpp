@@ -51,6 +51,9 @@ enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 std::string format_duration(std::chrono::nanoseconds d);
 // The same into out (a signal handler's buffer: no allocation); 32 chars hold any duration.
 std::string_view format_duration_to(std::span<char, 32> out, std::chrono::nanoseconds d);
+struct SimRank;
+// Engine::after_last_op() into out (crash_report.cpp).
+std::string_view after_last_op_to(std::span<char, 1024> out, const SimRank& rank);
 // "0 → 1 → 2 → 0"; a cycle of more than 12 ranks shows its first 8 and last 2, and how many
 // are left out between (Report::cycle keeps them all).
 std::string format_cycle(const std::vector<int>& cycle);
@@ -203,8 +206,6 @@ class Engine final : public Clock {
   // "; rank 2 is sleeping (sleep_for); rank 3 is in recv ...": the first few of `ranks`.
   std::string whereabouts_of(const std::vector<int>& ranks) const;
   Report make_report() const;
-  // The process is ending under the run (exit(), a wall stall): the trace and the report now.
-  [[noreturn]] void end_process_with_report();
 
   Options options_;
   CostModel cost_model_;
