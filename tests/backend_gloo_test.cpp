@@ -290,8 +290,8 @@ void subgroup_cases(Client& world) {
     agree.extra = std::hash<std::string>{}(name);
     world.submit(std::move(agree)).wait();
     auto it = std::find(members.begin(), members.end(), me);
-    GroupSpec spec{name, std::make_shared<const std::vector<int>>(members),
-                   it == members.end() ? -1 : static_cast<int>(it - members.begin())};
+    GroupSpec spec{std::make_shared<const std::vector<int>>(members),
+                   it == members.end() ? -1 : static_cast<int>(it - members.begin()), name};
     std::unique_ptr<Backend> group = world.backend().create_subgroup(spec);
     check((group != nullptr) == (spec.rank >= 0), name + ": a communicator exactly on members");
     return std::make_pair(std::move(group), spec);

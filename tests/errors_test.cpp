@@ -449,8 +449,8 @@ TEST(Errors, UncaughtErrorOnEveryRank) {
 // is named by its global rank instead of surfacing as a timeout inside the library.
 TEST(Errors, ARankThatNeverJoinsIsNamed) {
   HashStore store;
-  GroupSpec spec{"world/1,4,6", std::make_shared<const std::vector<int>>(std::vector<int>{1, 4, 6}),
-                 0};
+  GroupSpec spec{std::make_shared<const std::vector<int>>(std::vector<int>{1, 4, 6}), 0,
+                 "world/1,4,6"};
   store.set("joined/1", {1});  // group rank 1 (global 4) came; group rank 2 (global 6) did not
   try {
     backends::join_members(store, spec, std::chrono::milliseconds(20), "gloo: joining");

@@ -12,12 +12,14 @@
 namespace ranks {
 
 // Identity of a group, the same on every member: deterministic, never a creation counter.
+// Every op reads members and rank (size, rank in group); they come first, so that they share a
+// cache line with the fields before a GroupImpl's spec.
 struct GroupSpec {
-  std::string name;               // "world", "world/0,2,4", a repeated set gets "#2", "#3", ...
   // Ascending global ranks, as torch sorts them: group rank i is (*members)[i]. Shared, because
   // in the simulator every member of a 100,000-rank group would otherwise hold its own copy.
   std::shared_ptr<const std::vector<int>> members;
-  int rank = -1;  // this process's rank within the group, -1 if not a member
+  int rank = -1;     // this process's rank within the group, -1 if not a member
+  std::string name;  // "world", "world/0,2,4", a repeated set gets "#2", "#3", ...
 
   const std::vector<int>& global_ranks() const { return *members; }
   int size() const { return static_cast<int>(members->size()); }

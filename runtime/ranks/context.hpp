@@ -30,21 +30,22 @@ class Group;
 
 namespace detail {
 
-struct GroupImpl {
-  GroupSpec spec;
-  std::string backend_name;
+struct alignas(64) GroupImpl {
+  // What every op reads or writes first, in one cache line with spec's start (see Context).
   const BackendCapabilities* capabilities = nullptr;  // what dispatch lets through
-  std::chrono::milliseconds timeout{0};
-  std::unique_ptr<Backend> backend;  // null when this rank is not a member
+  std::unique_ptr<Backend> backend;                   // null when this rank is not a member
   uint64_t next_collective_seq = 0;
   uint64_t next_p2p_seq = 0;
-  // Payload bytes the heads of this group's next all_gather_object carry (object/exchange.cpp);
-  // every member updates it in step.
-  uint64_t object_head_payload = 0;
+  std::chrono::milliseconds timeout{0};
   // The object collective in progress on this group (Context::object_call's name), which
   // dispatch gives the ops it runs through (OpRequest::api); kept here, where dispatch looks
   // anyway, rather than read from the Context on every op.
   const char* object_api = nullptr;
+  GroupSpec spec;
+  std::string backend_name;
+  // Payload bytes the heads of this group's next all_gather_object carry (object/exchange.cpp);
+  // every member updates it in step.
+  uint64_t object_head_payload = 0;
   int size() const { return spec.size(); }
 };
 
@@ -64,21 +65,18 @@ class Rng {
 
 class Context {
  public:
+  // The fields every op reads or writes come first, within one cache line: a simulated run
+  // keeps thousands of contexts, and each rank-operation's lines are what a large run waits on.
   bool initialized = false;
   bool started_by_main = false;  // init_process_group() inside ranks::main() adopts this one
+  // Object collectives (and the small exchanges of sync_random_seed and all_reduce_dict's key
+  // check) in progress on this rank: the program's own metadata, so the simulator moves their
+  // bytes even in a shapes-only run, where nothing downstream would make sense without them.
+  int carrying_objects = 0;
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  std::string backend_name;
-  std::chrono::milliseconds timeout = std::chrono::minutes(30);
   std::shared_ptr<detail::GroupImpl> world;
-  // How many groups with each member list have been made, so that repeated new_group() calls
-  // with the same members get distinct, deterministic names.
-  std::map<std::string, int> group_names;
-  detail::Rng rng;
-  Clock* clock = nullptr;        // null: the real clock
-  std::shared_ptr<Store> store;  // real runs: the rendezvous store the world was made with
+  Clock* clock = nullptr;  // null: the real clock
   // The op the front end rejected (an unsupported op, a bad argument), if this rank's last op
   // was one: reports name the op a rank failed in even when no backend saw it. A backend that
   // accepts an op clears it (the simulator does); the happy path never touches it in dispatch.
@@ -90,12 +88,18 @@ class Context {
     int64_t seq = -1;
     std::source_location where;
   } rejected_op;
-  // Object collectives (and the small exchanges of sync_random_seed and all_reduce_dict's key
-  // check) in progress on this rank: the program's own metadata, so the simulator moves their
-  // bytes even in a shapes-only run, where nothing downstream would make sense without them.
-  int carrying_objects = 0;
-  // The outermost of them: the call the program made ("broadcast_object_list", its group and
-  // call site), whose name the ops it runs through take in messages and reports.
+  int local_rank = 0;
+  int local_size = 1;
+  std::string backend_name;
+  std::chrono::milliseconds timeout = std::chrono::minutes(30);
+  // How many groups with each member list have been made, so that repeated new_group() calls
+  // with the same members get distinct, deterministic names.
+  std::map<std::string, int> group_names;
+  detail::Rng rng;
+  std::shared_ptr<Store> store;  // real runs: the rendezvous store the world was made with
+  // The outermost object collective in progress: the call the program made
+  // ("broadcast_object_list", its group and call site), whose name the ops it runs through take
+  // in messages and reports.
   struct ObjectCall {
     const char* api = nullptr;  // a string literal; null: none
     const Group* group = nullptr;

@@ -106,9 +106,9 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
 
   auto impl = std::make_shared<detail::GroupImpl>();
   auto self = std::find(global_ranks.begin(), global_ranks.end(), context.rank);
-  impl->spec =
-      GroupSpec{name, std::make_shared<const std::vector<int>>(global_ranks),
-                self == global_ranks.end() ? -1 : static_cast<int>(self - global_ranks.begin())};
+  impl->spec = GroupSpec{
+      std::make_shared<const std::vector<int>>(global_ranks),
+      self == global_ranks.end() ? -1 : static_cast<int>(self - global_ranks.begin()), name};
   impl->backend_name = context.world->backend_name;
   impl->capabilities = context.world->capabilities;
   impl->timeout = context.world->timeout;

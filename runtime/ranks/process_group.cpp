@@ -214,7 +214,7 @@ void init_process_group(const InitOptions& options) {
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(m.world_size));
   std::iota(members->begin(), members->end(), 0);
   auto world = std::make_shared<detail::GroupImpl>();
-  world->spec = GroupSpec{"world", std::move(members), m.rank};
+  world->spec = GroupSpec{std::move(members), m.rank, "world"};
   world->backend_name = backend;
   world->capabilities = &capabilities(backend);
   world->timeout = options.timeout;

@@ -103,7 +103,7 @@ GroupSpec world_spec(std::string_view backend, const WorldSetup& setup,
   }
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(setup.world_size));
   std::iota(members->begin(), members->end(), 0);
-  return GroupSpec{"world", std::move(members), setup.rank};
+  return GroupSpec{std::move(members), setup.rank, "world"};
 }
 
 }  // namespace ranks::backends

@@ -106,7 +106,7 @@ Report Engine::run(const std::function<void()>& body) {
   GroupRegistry registry(*this);
   auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
   std::iota(everyone->begin(), everyone->end(), 0);
-  GroupSpec world_spec{"world", std::move(everyone), -1};
+  GroupSpec world_spec{std::move(everyone), -1, "world"};
   std::shared_ptr<SimGroup> world = registry.get(world_spec);
 
   for (int r = 0; r < world_size; ++r) {

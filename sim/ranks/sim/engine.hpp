@@ -71,20 +71,22 @@ struct BlockInfo {
   DType dtype = DType::Float32;
 };
 
-struct SimRank {
+// Cache-line aligned, with what every op reads or writes first and the context's own hot fields
+// right after: a rank-operation of a large run waits on each line it touches.
+struct alignas(64) SimRank {
   int rank = 0;
-  Context context;
   RankState state = RankState::Runnable;
-  boost::fibers::context* fiber = nullptr;  // while blocked
-  Nanos deadline = never;                   // while blocked
   // The deadline is the caller's own (Work::wait(timeout)), not the group's: the program expects
   // the Timeout and goes on, so it fires even when nothing else could ever happen.
   bool own_deadline = false;
-  BlockInfo block;                    // the op it last entered
-  SimWork* waiting_on = nullptr;      // the work it is blocked on, if any
-  std::exception_ptr wake_error;      // makes the blocking call throw when it wakes
-  bool stopped_by_engine = false;     // woken to unwind a stuck run
-  int64_t ops_entered = 0;            // for op=K faults: ops this rank has started
+  bool stopped_by_engine = false;           // woken to unwind a stuck run
+  boost::fibers::context* fiber = nullptr;  // while blocked
+  Nanos deadline = never;                   // while blocked
+  SimWork* waiting_on = nullptr;            // the work it is blocked on, if any
+  std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
+  int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
+  BlockInfo block;                          // the op it last entered
+  Context context;
   bool failed_between_ops = false;    // the body failed on its own, not inside an op
   std::exception_ptr last_op_error;   // what the rank's latest failed op delivered
   uint64_t polled_at = ~uint64_t{0};  // the engine's progress count at its last poll

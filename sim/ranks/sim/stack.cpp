@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <new>
 
 #include "ranks/errors.hpp"
@@ -23,6 +24,15 @@ constexpr size_t max_guarded_stacks = 64;
 // part of a page made tops straddle two, costing memory and TLB entries). Guarded stacks keep the
 // plain size: a world of 64 ranks fits in any cache.
 constexpr size_t slot_skew = 4096;
+
+// Where in its page a stack's top lies. Between two ops a rank's stack touches ~19 lines at a
+// fixed distance below its top (Boost's control block, then ~1 KiB of frames); with every top at
+// the same page offset those lines of all ranks compete for the same quarter of a cache's sets
+// (which sets a line goes to is given by its offset within the page, in L1 and in every level
+// the kernel's random page frames feed). Four offsets, each keeping control block and frames in
+// the top page, spread them over the whole page: a 512-rank all_reduce ran 31 % faster
+// (reports/simulator.md, session 16).
+constexpr std::array<size_t, 4> top_offsets = {0, 768, 1536, 2240};
 
 constexpr size_t hot_pages = 2;
 }  // namespace
@@ -78,14 +88,16 @@ boost::context::stack_context StackPool::allocate() {
     throw std::bad_alloc();
   }
   boost::context::stack_context sctx;
-  sctx.size = stack_bytes_;
-  sctx.sp = base_ + (slot + 1) * stack_bytes_;  // stacks grow down from the top of the slot
+  const size_t offset = count_ > max_guarded_stacks ? top_offsets[slot % top_offsets.size()] : 0;
+  sctx.size = stack_bytes_ - offset;
+  sctx.sp = base_ + (slot + 1) * stack_bytes_ - offset;  // stacks grow down from the top
   return sctx;
 }
 
 void StackPool::deallocate(boost::context::stack_context& sctx) noexcept {
-  char* top = static_cast<char*>(sctx.sp);
-  free_.push_back(static_cast<size_t>(top - base_) / stack_bytes_ - 1);
+  // The top lies within the slot's last page (top_offsets), so rounding up finds the slot's end.
+  const auto top = static_cast<size_t>(static_cast<char*>(sctx.sp) - base_);
+  free_.push_back((top + stack_bytes_ - 1) / stack_bytes_ - 1);
 }
 
 }  // namespace ranks::sim::detail
