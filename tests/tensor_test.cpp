@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,28 @@ TEST(Tensor, WrongDTypeAccessIsAnError) {
   EXPECT_TRUE(
       contains(invalid_argument_message([] { (void)Tensor::of<bool>({true}).data<uint8_t>(); }),
                "tensor holds bool but data<uint8>()"));
+}
+
+// Tensors of up to 16 bytes keep shape and bytes in one allocation (detail::allocate_with_shape);
+// at 17 bytes they take the general path. Either way copies, shapes, alignment and lifetimes
+// behave alike.
+TEST(Tensor, SmallAndLargerTensorsBehaveAlike) {
+  for (int64_t count : {0, 1, 2, 3, 4, 5}) {
+    std::vector<int32_t> values(static_cast<size_t>(count));
+    std::iota(values.begin(), values.end(), 7);
+    Tensor t = Tensor::from<int32_t>(values, {1, count});
+    EXPECT_EQ(t.shape(), (std::vector<int64_t>{1, count}));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % 16, 0u) << count;
+    Tensor copy = t;
+    Tensor like = detail::empty_like(t, Device::cpu());
+    t = Tensor();  // the copies keep shape and bytes alive
+    EXPECT_EQ(copy.to_vector<int32_t>(), values) << count;
+    EXPECT_EQ(copy.shape(), (std::vector<int64_t>{1, count}));
+    EXPECT_EQ(like.shape(), (std::vector<int64_t>{1, count}));
+    like.copy_(copy);
+    copy = Tensor();
+    EXPECT_EQ(like.to_vector<int32_t>(), values) << count;
+  }
 }
 
 TEST(Tensor, CopiesShareMemoryButClonesDoNot) {

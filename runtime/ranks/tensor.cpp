@@ -96,10 +96,11 @@ void check_defined(const Tensor& t, const char* what) {
 Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
   Tensor t;
   t.numel_ = detail::checked_numel(shape, dtype);
-  t.shape_ = std::make_shared<const std::vector<int64_t>>(std::move(shape));
   t.dtype_ = dtype;
   t.device_ = device;
-  t.storage_ = detail::allocate(device, t.nbytes());
+  auto memory = detail::allocate_with_shape(device, t.nbytes(), std::move(shape));
+  t.storage_ = std::move(memory.storage);
+  t.shape_ = std::move(memory.shape);
   t.data_ = t.storage_.get();
   return t;
 }

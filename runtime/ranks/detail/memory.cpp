@@ -30,6 +30,32 @@ bool host_memory_requested() {
 // Memory of this device lives on a GPU (rather than in host memory tagged as cuda).
 bool on_gpu(Device device) { return device.is_cuda() && !cuda_is_host_memory(); }
 
+// A small tensor's shape and bytes, after the reference count in the same allocation.
+struct InlineTensor {
+  InlineTensor(std::vector<int64_t>&& dims) : shape(std::move(dims)) {}  // bytes left unset
+  std::vector<int64_t> shape;
+  alignas(16) std::byte bytes[kInlineBytes];
+};
+
+// Allocates on a cache-line boundary: the reference count (16 bytes), the shape (24) and the
+// bytes (16) then fill exactly one line.
+template <class T>
+struct LineAligned {
+  using value_type = T;
+  LineAligned() = default;
+  template <class U>
+  LineAligned(const LineAligned<U>&) {}  // NOLINT: allocators convert implicitly
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kLine}));
+  }
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{kLine}); }
+  template <class U>
+  bool operator==(const LineAligned<U>&) const {
+    return true;
+  }
+  static constexpr size_t kLine = 64;
+};
+
 }  // namespace
 
 bool cuda_is_host_memory() { return simulating_on_this_thread() || host_memory_requested(); }
@@ -71,6 +97,18 @@ std::shared_ptr<void> allocate(Device device, size_t bytes) {
   }
   return std::shared_ptr<void>(
       p, [](void* q) { ::operator delete (q, std::align_val_t{kAllocationAlignment}); });
+}
+
+TensorMemory allocate_with_shape(Device device, size_t bytes, std::vector<int64_t> shape) {
+  validate_device(device);
+  if (bytes > kInlineBytes || on_gpu(device)) {
+    auto storage = allocate(device, bytes);
+    return {std::move(storage), std::make_shared<const std::vector<int64_t>>(std::move(shape))};
+  }
+  auto block = std::allocate_shared<InlineTensor>(LineAligned<InlineTensor>{}, std::move(shape));
+  // Both pointers share the block's one reference count.
+  return {std::shared_ptr<void>(block, block->bytes),
+          std::shared_ptr<const std::vector<int64_t>>(block, &block->shape)};
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n) {

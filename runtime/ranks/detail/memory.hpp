@@ -6,7 +6,9 @@
 // Otherwise a cuda tensor on a machine without CUDA is an Unsupported error naming the reason.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "ranks/device.hpp"
 
@@ -31,6 +33,17 @@ bool cuda_is_host_memory();
 // away. Zero bytes still returns a unique non-null pointer. Throws std::bad_alloc when memory
 // runs out.
 std::shared_ptr<void> allocate(Device device, size_t bytes);
+
+// A new tensor's memory and shape. Host tensors of at most kInlineBytes (scalars, a loss, a
+// counter: what small collectives carry) get both in one cache-line-aligned allocation with
+// one reference count, so that copying the tensor into an op touches one line instead of three
+// (a simulated rank-operation of a large run waits on every line it touches).
+inline constexpr size_t kInlineBytes = 16;
+struct TensorMemory {
+  std::shared_ptr<void> storage;
+  std::shared_ptr<const std::vector<int64_t>> shape;
+};
+TensorMemory allocate_with_shape(Device device, size_t bytes, std::vector<int64_t> shape);
 
 // Copies n bytes between any two devices; n == 0 is a no-op (null pointers allowed). The ranges
 // may overlap.

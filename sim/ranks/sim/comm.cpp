@@ -71,7 +71,6 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int
     : engine(e),
       owner(o),
       group(g),
-      info(describe_block(op_request, g)),
       op(op_request.kind),
       moves_data(e.options().move_data || o.context.carrying_objects > 0),
       group_rank(rank_in_group),
@@ -81,6 +80,8 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int
       timeout(op_request.timeout),
       own_deadline(op_request.timeout.count() > 0 && op_request.timeout < e.options().timeout),
       request(std::move(op_request)) {}
+
+BlockInfo SimWork::info() const { return describe_block(request, group); }
 
 SimGroup::SimGroup(Engine& engine, GroupSpec spec)
     : engine_(engine),
@@ -275,7 +276,7 @@ void SimGroup::withdraw(const SimWork& work) {
     }
     return;
   }
-  auto it = pending_.find(static_cast<uint64_t>(work.info.seq));
+  auto it = pending_.find(static_cast<uint64_t>(work.info().seq));
   if (it == pending_.end()) return;
   Pending& pending = it->second;
   if (pending.arrivals.empty()) return;
@@ -308,7 +309,7 @@ std::vector<int> SimGroup::waiting_for(const SimWork& work) const {
     return everyone_else;
   }
   std::vector<int> missing;
-  auto it = pending_.find(static_cast<uint64_t>(work.info.seq));
+  auto it = pending_.find(static_cast<uint64_t>(work.info().seq));
   if (it == pending_.end() || it->second.arrivals.empty()) return missing;
   for (size_t r = 0; r < it->second.arrivals.size(); ++r) {
     if (!it->second.arrivals[r].work) missing.push_back(global_rank(static_cast<int>(r)));
@@ -322,7 +323,7 @@ bool SimGroup::involves(const SimWork& work, int global) const {
   if (it == members.end() || *it != global) return false;
   const int r = static_cast<int>(it - members.begin());
   if (is_point_to_point(work.op)) return work.peer == r;
-  auto pending = pending_.find(static_cast<uint64_t>(work.info.seq));
+  auto pending = pending_.find(static_cast<uint64_t>(work.info().seq));
   return pending != pending_.end() && !pending->second.arrivals.empty() &&
          !pending->second.arrivals[static_cast<size_t>(r)].work;
 }
@@ -346,8 +347,8 @@ std::string SimGroup::describe_missing(const SimWork& work) const {
 
 std::string end_unfinished(SimWork& work) {
   std::string what =
-      fmt::format("rank {}'s {} on group '{}' seq {} at {}", work.owner.rank, work.info.op,
-                  work.group.name(), work.info.seq, where_str(work.info.where));
+      fmt::format("rank {}'s {} on group '{}' seq {} at {}", work.owner.rank, work.info().op,
+                  work.group.name(), work.info().seq, where_str(work.info().where));
   if (!work.done) {
     work.error = std::make_exception_ptr(
         InvalidArgument(fmt::format("{} never completed: the simulation ended first", what)));
@@ -401,8 +402,8 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
     return std::make_exception_ptr(RankFailure(fmt::format(
         "{} on group '{}' seq {} at {}: the connection to rank {} broke: {}, and {} closes a group "
         "at its first failure",
-        w.info.op, name(), w.info.seq, where_str(w.info.where), global_rank(closed_by_rank_), why,
-        backend)));
+        w.info().op, name(), w.info().seq, where_str(w.info().where), global_rank(closed_by_rank_),
+        why, backend)));
   };
   std::vector<std::shared_ptr<SimWork>> failed;
   for (auto& [seq, pending] : pending_) {
@@ -494,9 +495,10 @@ Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
                                             owner, *group_, std::move(request), rank_);
-  owner.block = work->info;
+  owner.block = describe_block(work->request, *group_);
+  owner.block_work = work.get();
   owner.context.rejected_op.set = false;
-  engine_.on_op_entered(owner, work->info);
+  engine_.on_op_entered(owner, owner.block);
   Work handle(work);
   switch (work->op) {
     case OpKind::Send:

@@ -34,7 +34,9 @@ class SimWork final : public ranks::detail::WorkState {
   Engine& engine;
   SimRank& owner;
   SimGroup& group;
-  BlockInfo info;
+  // What reports say of the op (its name, group, seq, call site): built when asked, not kept,
+  // so that the work stays a cache line smaller (the rank keeps its latest in SimRank::block).
+  BlockInfo info() const;
   OpKind op;
   bool moves_data;  // the run moves data, or this op carries objects (Context::carrying_objects)
   int group_rank;

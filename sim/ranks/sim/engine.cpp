@@ -218,9 +218,8 @@ void Engine::record_failure(SimRank& rank, std::string kind, std::string message
   if (trace_) trace_->instant(rank.rank, "failed", now_, rank.error);
 }
 
-void Engine::block(SimRank& rank, const BlockInfo& info, Nanos deadline) {
+void Engine::block(SimRank& rank, Nanos deadline) {
   rank.state = RankState::Blocked;
-  rank.block = info;
   rank.deadline = deadline;
   rank.fiber = running_fiber_;
   rank.fiber->suspend();
@@ -247,7 +246,11 @@ void Engine::wait(SimRank& rank, SimWork& work) {
         work.timeout.count() > 0 && now_ <= never - work.timeout ? now_ + work.timeout : never;
     rank.waiting_on = &work;
     rank.own_deadline = work.own_deadline;
-    block(rank, work.info, deadline);
+    if (rank.block_work != &work) {  // an async op waited for after others began
+      rank.block = work.info();
+      rank.block_work = &work;
+    }
+    block(rank, deadline);
     if (rank.wake_error) throw_wake_error(rank, work);
   }
 }
@@ -261,7 +264,7 @@ void Engine::refuse_to_wait(SimRank& rank, SimWork& work) {
   if (stuck_) {
     fail_wait(work, std::make_exception_ptr(Deadlock(fmt::format(
                         "rank {} cannot start waiting in {} at {}: the run is already stuck",
-                        rank.rank, work.info.op, ranks::detail::where_str(work.info.where)))));
+                        rank.rank, work.info().op, ranks::detail::where_str(work.info().where)))));
   }
 }
 
@@ -277,8 +280,8 @@ void Engine::fail_wait(SimWork& work, std::exception_ptr error) {
   work.owner.last_op_error = error;
   work.done = true;
   if (trace_) {  // the op's slice, as long as the rank was blocked in it
-    trace_->slice(work.owner.rank, work.info.op, work.info.group ? *work.info.group : "",
-                  work.info.seq, work.started, now_, ranks::detail::where_str(work.info.where));
+    trace_->slice(work.owner.rank, work.info().op, work.info().group ? *work.info().group : "",
+                  work.info().seq, work.started, now_, ranks::detail::where_str(work.info().where));
   }
   std::rethrow_exception(error);
 }
@@ -306,8 +309,8 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
   work.error = std::move(error);
   if (work.error) work.owner.last_op_error = work.error;
   if (trace_) {
-    trace_->slice(work.owner.rank, work.info.op, work.info.group ? *work.info.group : "",
-                  work.info.seq, work.started, now_, ranks::detail::where_str(work.info.where));
+    trace_->slice(work.owner.rank, work.info().op, work.info().group ? *work.info().group : "",
+                  work.info().seq, work.started, now_, ranks::detail::where_str(work.info().where));
   }
   if (work.owner.waiting_on == &work) wake(work.owner);
 }
@@ -327,8 +330,13 @@ void Engine::strike_op_faults(SimRank& rank, const BlockInfo& op) {
     if (fault.rank != rank.rank || fault.op != rank.ops_entered) continue;
     if (fault.kind == Fault::Kind::DelayAtOp) {
       if (trace_) trace_->instant(rank.rank, "delay", now_, fault.spec);
+      // The sleep is the op's, and reports say so: `op` may be rank.block itself, which the
+      // sleep overwrites.
+      const BlockInfo entered = op;
+      const SimWork* work = rank.block_work;
       sleep_for(fault.by);
-      rank.block = op;
+      rank.block = entered;
+      rank.block_work = work;
     } else if (fault.kind == Fault::Kind::CrashAtOp) {
       crash(rank, fault,
             fmt::format("entering its op {}, {} on group '{}' seq {} at {}", fault.op, op.op,
@@ -354,9 +362,9 @@ std::exception_ptr Engine::dead_peer_error(const SimRank& waiter, const SimWork&
   return std::make_exception_ptr(RankFailure(fmt::format(
       "rank {} lost rank {} ({}) while in {} on group '{}' seq {} at {}; the {} backend reports a "
       "dead peer at once",
-      waiter.rank, dead, ranks_[static_cast<size_t>(dead)]->error, work.info.op,
-      work.info.group ? *work.info.group : "", work.info.seq,
-      ranks::detail::where_str(work.info.where), options_.backend)));
+      waiter.rank, dead, ranks_[static_cast<size_t>(dead)]->error, work.info().op,
+      work.info().group ? *work.info().group : "", work.info().seq,
+      ranks::detail::where_str(work.info().where), options_.backend)));
 }
 
 void Engine::fail_waiters_on(int dead) {
@@ -376,7 +384,9 @@ void Engine::sleep_for(Nanos duration) {
   Nanos start = now_;
   events_.push(Event{now_ + duration, event_order_++, rank->rank, nullptr, nullptr});
   rank->waiting_on = nullptr;
-  block(*rank, BlockInfo{"sleep_for", nullptr, -1, {}}, never);
+  rank->block = BlockInfo{"sleep_for", nullptr, -1, {}};
+  rank->block_work = nullptr;
+  block(*rank, never);
   if (rank->wake_error) std::rethrow_exception(std::exchange(rank->wake_error, nullptr));
   if (trace_) trace_->slice(rank->rank, "sleep_for", "", -1, start, now_, "");
 }
@@ -465,8 +475,8 @@ void Engine::fire_deadlines(Nanos time) {
   for (SimRank* rank : due) {
     if (SimWork* work = rank->waiting_on; work != nullptr) {
       work->group.after_timeout(
-          *work, fmt::format("rank {}'s {} timed out at {}", rank->rank, work->info.op,
-                             ranks::detail::where_str(work->info.where)));
+          *work, fmt::format("rank {}'s {} timed out at {}", rank->rank, work->info().op,
+                             ranks::detail::where_str(work->info().where)));
     }
   }
   for (SimRank* rank : due) wake(*rank);

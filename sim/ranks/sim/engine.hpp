@@ -85,7 +85,10 @@ struct alignas(64) SimRank {
   SimWork* waiting_on = nullptr;            // the work it is blocked on, if any
   std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
   int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
-  BlockInfo block;                          // the op it last entered
+  BlockInfo block;                          // the op it last entered, or is waiting for
+  // The work `block` describes. Every work is made by submit, which sets both, so a later work
+  // at the same address (the pool reuses them) has set it anew.
+  const SimWork* block_work = nullptr;
   Context context;
   bool failed_between_ops = false;    // the body failed on its own, not inside an op
   std::exception_ptr last_op_error;   // what the rank's latest failed op delivered
@@ -183,7 +186,7 @@ class Engine final : public Clock {
   };
 
   void strike_op_faults(SimRank& rank, const BlockInfo& op);
-  void block(SimRank& rank, const BlockInfo& info, Nanos deadline);
+  void block(SimRank& rank, Nanos deadline);  // rank.block says in what
   // wait()'s rare exits: a dead peer the work needs or a stuck run (throws then; returns when
   // the dead are not involved), and an error the rank was woken with.
   [[gnu::noinline]] void refuse_to_wait(SimRank& rank, SimWork& work);
