@@ -70,9 +70,6 @@ struct OpRequest {
   ReduceOp reduce_op = ReduceOp::Sum;
   int root = -1;  // group rank of src/dst for rooted ops; the peer for send/recv
   int tag = 0;
-  TensorList inputs;
-  TensorList outputs;
-  uint64_t extra = 0;  // op-specific fingerprint data (new_group: hash of the member list)
   // The caller waits for the op at once (the blocking API, not *_async): a backend may run it on
   // the calling thread and return a completed Work, sparing the handoff to a progress thread.
   // Backends that ignore it stay correct.
@@ -81,6 +78,9 @@ struct OpRequest {
   // collective's seq (so seq numbers match the simulator's), and backends that tag messages by
   // seq keep the two apart.
   bool fingerprint_check = false;
+  TensorList inputs;
+  TensorList outputs;
+  uint64_t extra = 0;  // op-specific fingerprint data (new_group: hash of the member list)
 
   // Filled in by dispatch.
   // The object collective this op is part of ("gather_object"; Context::object_call), or null.

@@ -8,7 +8,7 @@
 
 namespace ranks {
 
-enum class ReduceOp { Sum, Mean, Product, Min, Max, BAnd, BOr, BXor };
+enum class ReduceOp : uint8_t { Sum, Mean, Product, Min, Max, BAnd, BOr, BXor };
 
 // MMEngine names, case-insensitive: sum, mean, product, min, max, band, bor, bxor.
 // Anything else raises InvalidArgument listing the valid names.

@@ -10,7 +10,7 @@ void Work::wait() {
   if (!state_) return;
   if (!state_->done) state_->block();
   if (state_->error) std::rethrow_exception(state_->error);
-  if (state_->on_completion) std::exchange(state_->on_completion, nullptr)();
+  if (state_->on_completion) (*std::exchange(state_->on_completion, nullptr))();
 }
 
 void Work::wait(std::chrono::milliseconds timeout) {
@@ -21,7 +21,7 @@ void Work::wait(std::chrono::milliseconds timeout) {
   if (!state_) return;
   if (!state_->done) state_->block_for(timeout);
   if (state_->error) std::rethrow_exception(state_->error);
-  if (state_->on_completion) std::exchange(state_->on_completion, nullptr)();
+  if (state_->on_completion) (*std::exchange(state_->on_completion, nullptr))();
 }
 
 bool Work::is_completed() const {

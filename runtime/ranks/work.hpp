@@ -27,9 +27,14 @@ class WorkState {
   // Atomic because a backend may finish an op on another thread (nccl's watchdog) while the
   // program polls Work::is_completed(); error is written before done is set.
   std::atomic<bool> done{false};
+  int source_rank = -1;  // the sender, for receives
   std::exception_ptr error;
-  int source_rank = -1;                 // the sender, for receives
-  std::function<void()> on_completion;  // runs once on the waiting rank after a successful wait
+  // Runs once on the waiting rank after a successful wait. Behind a pointer: the simulator makes
+  // a state per rank-operation, and 32 bytes of std::function would cost each a cache line.
+  std::unique_ptr<std::function<void()>> on_completion;
+  void set_completion(std::function<void()> step) {
+    on_completion = std::make_unique<std::function<void()>>(std::move(step));
+  }
 };
 
 // A state that is already finished: the no-op cases (not distributed, world size 1).

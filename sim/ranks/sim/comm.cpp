@@ -71,14 +71,11 @@ SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int
     : engine(e),
       owner(o),
       group(g),
-      op(op_request.kind),
       moves_data(e.options().move_data || o.context.carrying_objects > 0),
+      own_deadline(op_request.timeout.count() > 0 && op_request.timeout < e.options().timeout),
       group_rank(rank_in_group),
-      peer(is_point_to_point(op_request.kind) ? op_request.root : -1),
-      tag(op_request.tag),
       started(e.now()),
       timeout(op_request.timeout),
-      own_deadline(op_request.timeout.count() > 0 && op_request.timeout < e.options().timeout),
       request(std::move(op_request)) {}
 
 BlockInfo SimWork::info() const { return describe_block(request, group); }
@@ -267,10 +264,10 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
 }
 
 void SimGroup::withdraw(const SimWork& work) {
-  if (is_point_to_point(work.op)) {
+  if (is_point_to_point(work.op())) {
     // A send waits in its destination's mailbox, a receive in its own.
     Mailbox& box =
-        mailboxes_[static_cast<size_t>(work.op == OpKind::Send ? work.peer : work.group_rank)];
+        mailboxes_[static_cast<size_t>(work.op() == OpKind::Send ? work.peer() : work.group_rank)];
     for (auto* queue : {&box.sends, &box.recvs}) {
       std::erase_if(*queue, [&](const Message& m) { return m.work.get() == &work; });
     }
@@ -300,8 +297,8 @@ void SimGroup::withdraw(const SimWork& work) {
 }
 
 std::vector<int> SimGroup::waiting_for(const SimWork& work) const {
-  if (is_point_to_point(work.op)) {
-    if (work.peer != any_source) return {global_rank(work.peer)};
+  if (is_point_to_point(work.op())) {
+    if (work.peer() != any_source) return {global_rank(work.peer())};
     std::vector<int> everyone_else;
     for (int r = 0; r < size(); ++r) {
       if (r != work.group_rank) everyone_else.push_back(global_rank(r));
@@ -322,22 +319,23 @@ bool SimGroup::involves(const SimWork& work, int global) const {
   auto it = std::lower_bound(members.begin(), members.end(), global);
   if (it == members.end() || *it != global) return false;
   const int r = static_cast<int>(it - members.begin());
-  if (is_point_to_point(work.op)) return work.peer == r;
+  if (is_point_to_point(work.op())) return work.peer() == r;
   auto pending = pending_.find(static_cast<uint64_t>(work.info().seq));
   return pending != pending_.end() && !pending->second.arrivals.empty() &&
          !pending->second.arrivals[static_cast<size_t>(r)].work;
 }
 
 std::string SimGroup::describe_missing(const SimWork& work) const {
-  if (work.op == OpKind::Send) {
-    return fmt::format("rank {} has posted no matching recv (tag {})", global_rank(work.peer),
-                       work.tag);
+  if (work.op() == OpKind::Send) {
+    return fmt::format("rank {} has posted no matching recv (tag {})", global_rank(work.peer()),
+                       work.tag());
   }
-  if (work.op == OpKind::Recv) {
-    if (work.peer == any_source) {
-      return fmt::format("no rank has sent a message with tag {}", work.tag);
+  if (work.op() == OpKind::Recv) {
+    if (work.peer() == any_source) {
+      return fmt::format("no rank has sent a message with tag {}", work.tag());
     }
-    return fmt::format("rank {} has sent no message with tag {}", global_rank(work.peer), work.tag);
+    return fmt::format("rank {} has sent no message with tag {}", global_rank(work.peer()),
+                       work.tag());
   }
   std::vector<int> missing = waiting_for(work);
   if (missing.empty()) return {};
@@ -381,7 +379,7 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
   const std::string_view backend = engine_.options().backend;
   const AfterTimeout rule = capabilities(backend).after_timeout;
   if (rule != AfterTimeout::GroupClosed) {
-    if (rule == AfterTimeout::RanksCollectivesRefused && is_point_to_point(timed_out.op)) {
+    if (rule == AfterTimeout::RanksCollectivesRefused && is_point_to_point(timed_out.op())) {
       return;  // cancelled: the group is intact
     }
     if (refused_.empty()) refused_.resize(static_cast<size_t>(size()));
@@ -500,7 +498,7 @@ Work SimComm::submit(OpRequest&& request) {
   owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, owner.block);
   Work handle(work);
-  switch (work->op) {
+  switch (work->op()) {
     case OpKind::Send:
       group_->post_send(std::move(work));
       break;

@@ -37,17 +37,20 @@ class SimWork final : public ranks::detail::WorkState {
   // What reports say of the op (its name, group, seq, call site): built when asked, not kept,
   // so that the work stays a cache line smaller (the rank keeps its latest in SimRank::block).
   BlockInfo info() const;
-  OpKind op;
+  OpKind op() const { return request.kind; }
+  // Point-to-point: the other side's group rank (or any_source); else -1.
+  int peer() const { return is_point_to_point(request.kind) ? request.root : -1; }
+  int tag() const { return request.tag; }
+
+  // Packed: with the 16 bytes of its shared count a work fills exactly five cache lines.
   bool moves_data;  // the run moves data, or this op carries objects (Context::carrying_objects)
-  int group_rank;
-  int peer;  // point-to-point: the other side's group rank (or any_source); else -1
-  int tag;
-  Nanos started;
-  Nanos timeout;
   // The timeout is the program's own: a Work::wait(timeout) call's, or a group's set shorter than
   // the run's default (Group::set_timeout). When nothing else can happen it fires, as it would in
   // a real run, instead of the run ending as a deadlock.
   bool own_deadline = false;
+  int group_rank;
+  Nanos started;
+  Nanos timeout;
   // The op as this rank called it. The work owns it, so the tensors it holds are released when
   // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
   // freeing every rank's request at once when a collective completes defeats malloc's caches.

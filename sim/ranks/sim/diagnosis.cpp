@@ -73,9 +73,9 @@ std::vector<int> Engine::find_cycle() const {
     const SimRank& rank = *ranks_[static_cast<size_t>(r)];
     if (rank.state != RankState::Blocked || rank.waiting_on == nullptr) continue;
     const SimWork& work = *rank.waiting_on;
-    if (is_point_to_point(work.op)) {
+    if (is_point_to_point(work.op())) {
       // An any-source receive waits for whoever sends first: no single edge to follow.
-      if (work.peer != any_source)
+      if (work.peer() != any_source)
         edges[static_cast<size_t>(r)] = keep_blocked(work.group.waiting_for(work));
       continue;
     }
@@ -124,7 +124,7 @@ std::string Engine::describe_blocked(const std::vector<SimRank*>& blocked) const
   size_t shown = 0;
   for (size_t begin = 0; begin < blocked.size();) {
     const SimRank& first = *blocked[begin];
-    const bool p2p = first.waiting_on != nullptr && is_point_to_point(first.waiting_on->op);
+    const bool p2p = first.waiting_on != nullptr && is_point_to_point(first.waiting_on->op());
     // Consecutive ranks stuck in the same collective read as one entry.
     size_t end = begin + 1;
     while (!p2p && end < blocked.size() && blocked[end]->rank == blocked[end - 1]->rank + 1 &&
@@ -239,7 +239,7 @@ void Engine::declare_stuck() {
         first_failure_->kind == "deadlock" ? "blocked forever" : "blocked on a failed rank";
     if (const SimWork* work = rank->waiting_on) {
       std::string missing;
-      if (is_point_to_point(work->op)) {
+      if (is_point_to_point(work->op())) {
         missing = work->group.describe_missing(*work);
       } else {
         auto [it, inserted] = collective_missing.try_emplace({&work->group, work->info().seq});

@@ -86,14 +86,14 @@ void agree_on_new_group(Launch& l, ncclComm_t nccl) {
   check_nccl(ncclAllGather(slots + rank, slots, 1, ncclInt64, nccl, l.stream()), "ncclAllGather",
              what, nccl);
   const Communicator& comm = l.comm();
-  l.work().on_completion = [slots, size, mine, what, &comm] {
+  l.work().set_completion([slots, size, mine, what, &comm] {
     std::vector<uint64_t> hashes(static_cast<size_t>(size));  // the int64 slots' bits
     check_cuda(
         cudaMemcpy(hashes.data(), slots, hashes.size() * sizeof(int64_t), cudaMemcpyDeviceToHost),
         "cudaMemcpy", what);
     ranks::detail::check_group_agreement(what, hashes.data(), hashes.size(),
                                          static_cast<uint64_t>(mine), comm.spec().global_ranks());
-  };
+  });
 }
 
 // The NCCL calls of one op, between ncclGroupStart and ncclGroupEnd (called by enqueue).
@@ -284,13 +284,13 @@ void enqueue(NcclWork& work) {
   for (const auto& s : work.staged) copy_back = copy_back || s.copy_back;
   if (copy_back) {
     // (new_group's check, the only other completion step, stages nothing.)
-    work.on_completion = [&work] {
+    work.set_completion([&work] {
       for (auto& s : work.staged) {
         if (!s.copy_back || s.bytes == 0) continue;
         check_cuda(cudaMemcpy(s.host.data_ptr(), s.device, s.bytes, cudaMemcpyDeviceToHost),
                    "cudaMemcpy", [&] { return work.comm()->describe(work.request()); });
       }
-    };
+    });
   }
 }
 
