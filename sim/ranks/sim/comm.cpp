@@ -273,7 +273,7 @@ void SimGroup::withdraw(const SimWork& work) {
     }
     return;
   }
-  auto it = pending_.find(static_cast<uint64_t>(work.info().seq));
+  auto it = pending_.find(work.request.seq);
   if (it == pending_.end()) return;
   Pending& pending = it->second;
   if (pending.arrivals.empty()) return;
@@ -306,7 +306,7 @@ std::vector<int> SimGroup::waiting_for(const SimWork& work) const {
     return everyone_else;
   }
   std::vector<int> missing;
-  auto it = pending_.find(static_cast<uint64_t>(work.info().seq));
+  auto it = pending_.find(work.request.seq);
   if (it == pending_.end() || it->second.arrivals.empty()) return missing;
   for (size_t r = 0; r < it->second.arrivals.size(); ++r) {
     if (!it->second.arrivals[r].work) missing.push_back(global_rank(static_cast<int>(r)));
@@ -320,7 +320,7 @@ bool SimGroup::involves(const SimWork& work, int global) const {
   if (it == members.end() || *it != global) return false;
   const int r = static_cast<int>(it - members.begin());
   if (is_point_to_point(work.op())) return work.peer() == r;
-  auto pending = pending_.find(static_cast<uint64_t>(work.info().seq));
+  auto pending = pending_.find(work.request.seq);
   return pending != pending_.end() && !pending->second.arrivals.empty() &&
          !pending->second.arrivals[static_cast<size_t>(r)].work;
 }
@@ -344,9 +344,9 @@ std::string SimGroup::describe_missing(const SimWork& work) const {
 }
 
 std::string end_unfinished(SimWork& work) {
-  std::string what =
-      fmt::format("rank {}'s {} on group '{}' seq {} at {}", work.owner.rank, work.info().op,
-                  work.group.name(), work.info().seq, where_str(work.info().where));
+  const BlockInfo info = work.info();
+  std::string what = fmt::format("rank {}'s {} on group '{}' seq {} at {}", work.owner.rank,
+                                 info.op, work.group.name(), info.seq, where_str(info.where));
   if (!work.done) {
     work.error = std::make_exception_ptr(
         InvalidArgument(fmt::format("{} never completed: the simulation ended first", what)));
@@ -397,11 +397,12 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
     return w && !w->done && w->owner.wake_error == nullptr;
   };
   auto error_for = [&](const SimWork& w) {
+    const BlockInfo info = w.info();
     return std::make_exception_ptr(RankFailure(fmt::format(
         "{} on group '{}' seq {} at {}: the connection to rank {} broke: {}, and {} closes a group "
         "at its first failure",
-        w.info().op, name(), w.info().seq, where_str(w.info().where), global_rank(closed_by_rank_),
-        why, backend)));
+        info.op, name(), info.seq, where_str(info.where), global_rank(closed_by_rank_), why,
+        backend)));
   };
   std::vector<std::shared_ptr<SimWork>> failed;
   for (auto& [seq, pending] : pending_) {
@@ -493,7 +494,7 @@ Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = engine_.rank(global_rank_);
   auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
                                             owner, *group_, std::move(request), rank_);
-  owner.block = describe_block(work->request, *group_);
+  owner.block = work->info();
   owner.block_work = work.get();
   owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, owner.block);

@@ -79,8 +79,8 @@ std::vector<int> Engine::find_cycle() const {
         edges[static_cast<size_t>(r)] = keep_blocked(work.group.waiting_for(work));
       continue;
     }
-    auto [it, inserted] =
-        collective_node.try_emplace({&work.group, work.info().seq}, static_cast<int>(edges.size()));
+    auto [it, inserted] = collective_node.try_emplace(
+        {&work.group, static_cast<int64_t>(work.request.seq)}, static_cast<int>(edges.size()));
     if (inserted) edges.push_back(keep_blocked(work.group.waiting_for(work)));
     edges[static_cast<size_t>(r)] = {it->second};
   }
@@ -242,7 +242,8 @@ void Engine::declare_stuck() {
       if (is_point_to_point(work->op())) {
         missing = work->group.describe_missing(*work);
       } else {
-        auto [it, inserted] = collective_missing.try_emplace({&work->group, work->info().seq});
+        auto [it, inserted] =
+            collective_missing.try_emplace({&work->group, static_cast<int64_t>(work->request.seq)});
         if (inserted) it->second = work->group.describe_missing(*work);
         missing = it->second;
       }

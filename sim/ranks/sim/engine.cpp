@@ -262,9 +262,10 @@ void Engine::refuse_to_wait(SimRank& rank, SimWork& work) {
     }
   }
   if (stuck_) {
-    fail_wait(work, std::make_exception_ptr(Deadlock(fmt::format(
-                        "rank {} cannot start waiting in {} at {}: the run is already stuck",
-                        rank.rank, work.info().op, ranks::detail::where_str(work.info().where)))));
+    fail_wait(work,
+              std::make_exception_ptr(Deadlock(fmt::format(
+                  "rank {} cannot start waiting in {} at {}: the run is already stuck", rank.rank,
+                  op_label(work.request), ranks::detail::where_str(work.request.where)))));
   }
 }
 
@@ -280,8 +281,9 @@ void Engine::fail_wait(SimWork& work, std::exception_ptr error) {
   work.owner.last_op_error = error;
   work.done = true;
   if (trace_) {  // the op's slice, as long as the rank was blocked in it
-    trace_->slice(work.owner.rank, work.info().op, work.info().group ? *work.info().group : "",
-                  work.info().seq, work.started, now_, ranks::detail::where_str(work.info().where));
+    const BlockInfo info = work.info();
+    trace_->slice(work.owner.rank, info.op, info.group ? *info.group : "", info.seq, work.started,
+                  now_, ranks::detail::where_str(info.where));
   }
   std::rethrow_exception(error);
 }
@@ -309,8 +311,9 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
   work.error = std::move(error);
   if (work.error) work.owner.last_op_error = work.error;
   if (trace_) {
-    trace_->slice(work.owner.rank, work.info().op, work.info().group ? *work.info().group : "",
-                  work.info().seq, work.started, now_, ranks::detail::where_str(work.info().where));
+    const BlockInfo info = work.info();
+    trace_->slice(work.owner.rank, info.op, info.group ? *info.group : "", info.seq, work.started,
+                  now_, ranks::detail::where_str(info.where));
   }
   if (work.owner.waiting_on == &work) wake(work.owner);
 }
@@ -359,12 +362,13 @@ void Engine::crash(SimRank& rank, const Fault& fault, const std::string& where) 
 
 std::exception_ptr Engine::dead_peer_error(const SimRank& waiter, const SimWork& work,
                                            int dead) const {
+  const BlockInfo info = work.info();
   return std::make_exception_ptr(RankFailure(fmt::format(
       "rank {} lost rank {} ({}) while in {} on group '{}' seq {} at {}; the {} backend reports a "
       "dead peer at once",
-      waiter.rank, dead, ranks_[static_cast<size_t>(dead)]->error, work.info().op,
-      work.info().group ? *work.info().group : "", work.info().seq,
-      ranks::detail::where_str(work.info().where), options_.backend)));
+      waiter.rank, dead, ranks_[static_cast<size_t>(dead)]->error, info.op,
+      info.group ? *info.group : "", info.seq, ranks::detail::where_str(info.where),
+      options_.backend)));
 }
 
 void Engine::fail_waiters_on(int dead) {
@@ -475,8 +479,8 @@ void Engine::fire_deadlines(Nanos time) {
   for (SimRank* rank : due) {
     if (SimWork* work = rank->waiting_on; work != nullptr) {
       work->group.after_timeout(
-          *work, fmt::format("rank {}'s {} timed out at {}", rank->rank, work->info().op,
-                             ranks::detail::where_str(work->info().where)));
+          *work, fmt::format("rank {}'s {} timed out at {}", rank->rank, op_label(work->request),
+                             ranks::detail::where_str(work->request.where)));
     }
   }
   for (SimRank* rank : due) wake(*rank);
