@@ -100,11 +100,11 @@ std::shared_ptr<void> allocate(Device device, size_t bytes) {
 }
 
 TensorMemory allocate_with_shape(Device device, size_t bytes, std::vector<int64_t> shape) {
-  validate_device(device);
   if (bytes > kInlineBytes || on_gpu(device)) {
-    auto storage = allocate(device, bytes);
+    auto storage = allocate(device, bytes);  // validates the device
     return {std::move(storage), std::make_shared<const std::vector<int64_t>>(std::move(shape))};
   }
+  validate_device(device);
   auto block = std::allocate_shared<InlineTensor>(LineAligned<InlineTensor>{}, std::move(shape));
   // Both pointers share the block's one reference count.
   return {std::shared_ptr<void>(block, block->bytes),
