@@ -29,11 +29,27 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "sim", "gloo", "mpi", "nccl"
+  // A cleared request for the front end to build the next op in and then pass to submit(). A
+  // backend that keeps each op's request in a record of its own returns that record's, so the
+  // request is written once instead of built on the caller's stack and moved there (in the
+  // simulator its 216 bytes were a tenth of the cache lines an op touches). submit() must still
+  // take any request, drafted or not.
+  virtual OpRequest& draft() {
+    if (scratch_ == nullptr) {
+      scratch_ = std::make_unique<OpRequest>();
+    } else {
+      *scratch_ = OpRequest{};
+    }
+    return *scratch_;
+  }
   // Starts the operation and returns at once; Work::wait() finishes it.
   virtual Work submit(OpRequest&& request) = 0;
   // A communicator for a group made by new_group(); called on every rank of this (world)
   // backend after the members have agreed. Returns nullptr on ranks outside the group.
   virtual std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) = 0;
+
+ private:
+  std::unique_ptr<OpRequest> scratch_;  // draft()'s, made on first use
 };
 
 }  // namespace ranks

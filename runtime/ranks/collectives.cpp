@@ -48,9 +48,11 @@ struct Carries {
   }
 };
 
-[[gnu::always_inline]] inline OpRequest request(OpKind kind, Carries inputs = {},
-                                                Carries outputs = {}) {
-  OpRequest r;
+// The op's request, built in the backend's draft (Backend::draft): written once, where the op
+// keeps it.
+[[gnu::always_inline]] inline OpRequest& request(GroupImpl& group, OpKind kind, Carries inputs = {},
+                                                 Carries outputs = {}) {
+  OpRequest& r = group.backend->draft();
   r.kind = kind;
   if (!inputs.none()) inputs.into(r.inputs);
   if (!outputs.none()) outputs.into(r.outputs);
@@ -83,7 +85,7 @@ namespace {
 Work barrier_op(const Group& group, where_t where, Waits waits) {
   auto p = prepare(OpKind::Barrier, group, where);
   if (!p.group) return Work{};
-  return submit(*p.group, request(OpKind::Barrier), where, waits);
+  return submit(*p.group, std::move(request(*p.group, OpKind::Barrier)), where, waits);
 }
 }  // namespace
 
@@ -99,7 +101,7 @@ Work all_reduce_op(Tensor& tensor, ReduceOp op, const Group& group, where_t wher
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::AllReduce, tensor, tensor);
+  auto& r = request(*p.group, OpKind::AllReduce, tensor, tensor);
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -135,7 +137,7 @@ Work all_gather_op(std::vector<Tensor>& out, const Tensor& in, const Group& grou
     out[0].copy_(in);
     return Work{};
   }
-  return submit(*p.group, request(OpKind::AllGather, in, out), where, waits);
+  return submit(*p.group, std::move(request(*p.group, OpKind::AllGather, in, out)), where, waits);
 }
 }  // namespace
 
@@ -171,7 +173,7 @@ Work gather_op(std::vector<Tensor>& out, const Tensor& in, int dst, const Group&
     out[0].copy_(in);
     return Work{};
   }
-  auto r = request(OpKind::Gather, in, out);
+  auto& r = request(*p.group, OpKind::Gather, in, out);
   r.root = dst;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -204,7 +206,7 @@ Work broadcast_op(Tensor& tensor, int src, const Group& group, where_t where, Wa
   detail::check_tensor(p.call, tensor, "the tensor");
   detail::check_root(p.call, src, "src");
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::Broadcast, tensor, tensor);
+  auto& r = request(*p.group, OpKind::Broadcast, tensor, tensor);
   r.root = src;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -226,7 +228,7 @@ Work reduce_op(Tensor& tensor, int dst, ReduceOp op, const Group& group, where_t
   detail::check_root(p.call, dst, "dst");
   detail::check_reduce(p.call, op, tensor.dtype());
   if (p.size() == 1) return Work{};
-  auto r = request(OpKind::Reduce, tensor, tensor);
+  auto& r = request(*p.group, OpKind::Reduce, tensor, tensor);
   r.root = dst;
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
@@ -258,7 +260,7 @@ Work scatter_op(Tensor& out, const std::vector<Tensor>& in, int src, const Group
     out.copy_(in[0]);
     return Work{};
   }
-  auto r = request(OpKind::Scatter, in, out);
+  auto& r = request(*p.group, OpKind::Scatter, in, out);
   r.root = src;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -285,7 +287,7 @@ Work reduce_scatter_op(Tensor& out, const std::vector<Tensor>& in, ReduceOp op, 
     out.copy_(in[0]);
     return Work{};
   }
-  auto r = request(OpKind::ReduceScatter, in, out);
+  auto& r = request(*p.group, OpKind::ReduceScatter, in, out);
   r.reduce_op = op;
   return submit(*p.group, std::move(r), where, waits);
 }
@@ -335,7 +337,7 @@ Work all_to_all_op(std::vector<Tensor>& out, const std::vector<Tensor>& in, cons
     out[0].copy_(in[0]);
     return Work{};
   }
-  return submit(*p.group, request(OpKind::AllToAll, in, out), where, waits);
+  return submit(*p.group, std::move(request(*p.group, OpKind::AllToAll, in, out)), where, waits);
 }
 }  // namespace
 
@@ -365,7 +367,7 @@ Prepared prepare_p2p(OpKind op, const Tensor& tensor, int peer, int tag, const G
 Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const where_t& where,
              Waits waits) {
   auto p = prepare_p2p(OpKind::Send, tensor, dst, tag, group, where);
-  auto r = request(OpKind::Send, tensor);
+  auto& r = request(*p.group, OpKind::Send, tensor);
   r.root = dst;
   r.tag = tag;
   return submit(*p.group, std::move(r), where, waits);
@@ -374,7 +376,7 @@ Work send_op(const Tensor& tensor, int dst, const Group& group, int tag, const w
 Work recv_op(Tensor& tensor, int src, const Group& group, int tag, const where_t& where,
              Waits waits) {
   auto p = prepare_p2p(OpKind::Recv, tensor, src, tag, group, where);
-  auto r = request(OpKind::Recv, {}, tensor);
+  auto& r = request(*p.group, OpKind::Recv, {}, tensor);
   r.root = src;
   r.tag = tag;
   return submit(*p.group, std::move(r), where, waits);

@@ -67,16 +67,12 @@ Nanos price_or_fail(const Engine& engine, std::exception_ptr& error, Price price
 }
 }  // namespace
 
-SimWork::SimWork(Engine& e, SimRank& o, SimGroup& g, OpRequest&& op_request, int rank_in_group)
-    : engine(e),
-      owner(o),
-      group(g),
-      moves_data(e.options().move_data || o.context.carrying_objects > 0),
-      own_deadline(op_request.timeout.count() > 0 && op_request.timeout < e.options().timeout),
-      group_rank(rank_in_group),
-      started(e.now()),
-      timeout(op_request.timeout),
-      request(std::move(op_request)) {}
+void SimWork::start() {
+  moves_data = engine.options().move_data || owner.context.carrying_objects > 0;
+  own_deadline = request.timeout.count() > 0 && request.timeout < engine.options().timeout;
+  started = engine.now();
+  timeout = request.timeout;
+}
 
 BlockInfo SimWork::info() const { return describe_block(request, group); }
 
@@ -471,11 +467,11 @@ std::shared_ptr<SimGroup> GroupRegistry::get(const GroupSpec& spec) {
 
 SimComm::SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGroup> group, int rank,
                  int global_rank)
-    : engine_(engine),
-      registry_(registry),
-      group_(std::move(group)),
+    : group_(std::move(group)),
+      engine_(engine),
       rank_(rank),
-      global_rank_(global_rank) {}
+      global_rank_(global_rank),
+      registry_(registry) {}
 
 namespace {
 [[noreturn, gnu::noinline]] void refuse_after_run(const SimGroup& group, const OpRequest& r) {
@@ -486,14 +482,28 @@ namespace {
 }
 }  // namespace
 
+OpRequest& SimComm::draft() {
+  // After the run the engine is gone: submit() refuses the op, built where any backend builds it.
+  if (group_->closed()) return Backend::draft();
+  if (draft_ != nullptr) {
+    draft_->request = OpRequest{};
+  } else {
+    draft_ = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
+                                           engine_.rank(global_rank_), *group_, rank_);
+  }
+  return draft_->request;
+}
+
 Work SimComm::submit(OpRequest&& request) {
   if (group_->refusing()) {
     if (group_->closed()) refuse_after_run(*group_, request);
     group_->check_refusal(rank_, request);
   }
-  SimRank& owner = engine_.rank(global_rank_);
-  auto work = std::allocate_shared<SimWork>(PoolAllocator<SimWork>(engine_.work_pool()), engine_,
-                                            owner, *group_, std::move(request), rank_);
+  // A request built elsewhere (not by draft()) moves into a work of its own.
+  if (draft_ == nullptr || &request != &draft_->request) draft() = std::move(request);
+  std::shared_ptr<SimWork> work = std::move(draft_);
+  work->start();
+  SimRank& owner = work->owner;
   owner.block = work->info();
   owner.block_work = work.get();
   owner.context.rejected_op.set = false;

@@ -17,7 +17,12 @@ class SimGroup;
 
 class SimWork final : public ranks::detail::WorkState {
  public:
-  SimWork(Engine& engine, SimRank& owner, SimGroup& group, OpRequest&& request, int group_rank);
+  // Made as a draft: the front end builds the op's request in it (SimComm::draft), and
+  // submit() starts it.
+  SimWork(Engine& e, SimRank& o, SimGroup& g, int rank_in_group)
+      : engine(e), owner(o), group(g), group_rank(rank_in_group) {}
+  // The request is complete: the op starts now, with its timeout.
+  void start();
   void block() override { engine.wait(owner, *this); }
   void block_for(std::chrono::milliseconds call_timeout) override {
     // A wait can end the op sooner, never later: the op keeps its own deadline, as on gloo (and
@@ -43,18 +48,19 @@ class SimWork final : public ranks::detail::WorkState {
   int tag() const { return request.tag; }
 
   // Packed: with the 16 bytes of its shared count a work fills exactly five cache lines.
-  bool moves_data;  // the run moves data, or this op carries objects (Context::carrying_objects)
+  bool moves_data =
+      false;  // the run moves data, or this op carries objects (Context::carrying_objects)
   // The timeout is the program's own: a Work::wait(timeout) call's, or a group's set shorter than
   // the run's default (Group::set_timeout). When nothing else can happen it fires, as it would in
   // a real run, instead of the run ending as a deadlock.
   bool own_deadline = false;
   int group_rank;
-  Nanos started;
-  Nanos timeout;
+  Nanos started{0};
+  Nanos timeout{0};
   // The op as this rank called it. The work owns it, so the tensors it holds are released when
   // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
   // freeing every rank's request at once when a collective completes defeats malloc's caches.
-  OpRequest request;  // last: the members above are initialised from it before it moves in
+  OpRequest request;
 };
 
 // One simulated group, shared by all its members.
@@ -161,20 +167,27 @@ class GroupRegistry {
   std::map<std::string, std::shared_ptr<SimGroup>> groups_;
 };
 
-class SimComm final : public Backend {
+// Line-aligned, hot fields first: every op reads the group, the engine and both ranks, and takes
+// the draft.
+class alignas(64) SimComm final : public Backend {
  public:
   SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGroup> group, int rank,
           int global_rank);
   std::string_view name() const override { return "sim"; }
+  // The request of a new pooled work: an op's request is written once, where the op keeps it.
+  OpRequest& draft() override;
   Work submit(OpRequest&& request) override;
   std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) override;
 
  private:
-  Engine& engine_;
-  GroupRegistry& registry_;
+  // The work draft() handed out, until submit() starts it. One left by an op whose checks
+  // threw is cleared and handed out again.
+  std::shared_ptr<SimWork> draft_;
   std::shared_ptr<SimGroup> group_;
+  Engine& engine_;
   int rank_;         // within the group
   int global_rank_;  // in the world
+  GroupRegistry& registry_;
 };
 
 // Marks a work that the run ended before completing as done, with the error a later wait()
