@@ -189,12 +189,14 @@ Tensor Tensor::from_dlpack(DLManagedTensor* managed) {
   Tensor t;
   // The storage owns the DLManagedTensor itself (never null, so the tensor is defined even when
   // data is) and hands it back to its producer when the last copy goes away.
-  t.storage_ = std::shared_ptr<void>(managed, [](void* p) {
+  std::shared_ptr<void> capsule(managed, [](void* p) {
     auto* m = static_cast<DLManagedTensor*>(p);
     if (m->deleter != nullptr) m->deleter(m);
   });
+  auto memory = detail::own_with_shape(std::move(capsule), managed, std::move(shape));
+  t.storage_ = std::move(memory.storage);
   t.data_ = data;
-  t.shape_ = std::make_shared<const std::vector<int64_t>>(std::move(shape));
+  t.shape_ = memory.shape;
   t.numel_ = numel;
   t.dtype_ = *dtype;
   t.device_ = device;

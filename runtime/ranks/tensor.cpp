@@ -70,10 +70,11 @@ const std::vector<int64_t>& no_dims() {
 Tensor empty_like(const Tensor& like, Device device) {
   Tensor t;
   t.numel_ = like.numel_;
-  t.shape_ = like.shape_;
   t.dtype_ = like.dtype_;
   t.device_ = device;
-  t.storage_ = allocate(device, t.nbytes());
+  auto memory = allocate_with_shape(device, t.nbytes(), like.shape());
+  t.storage_ = std::move(memory.storage);
+  t.shape_ = memory.shape;
   t.data_ = t.storage_.get();
   return t;
 }
@@ -100,7 +101,7 @@ Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device) {
   t.device_ = device;
   auto memory = detail::allocate_with_shape(device, t.nbytes(), std::move(shape));
   t.storage_ = std::move(memory.storage);
-  t.shape_ = std::move(memory.shape);
+  t.shape_ = memory.shape;
   t.data_ = t.storage_.get();
   return t;
 }
@@ -141,9 +142,10 @@ Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, De
     data = placeholder;
   }
   Tensor t;
-  t.storage_ = std::shared_ptr<void>(data, [](void*) {});
+  auto memory = detail::own_with_shape(nullptr, data, std::move(shape));
+  t.storage_ = std::move(memory.storage);
   t.data_ = data;
-  t.shape_ = std::make_shared<const std::vector<int64_t>>(std::move(shape));
+  t.shape_ = memory.shape;
   t.numel_ = numel;
   t.dtype_ = dtype;
   t.device_ = device;

@@ -126,11 +126,12 @@ class Tensor {
   }
   void copy_to_host(void* dst) const;
 
-  std::shared_ptr<void> storage_;  // owns (or, for from_blob, pretends to own) the memory
+  // Owns the memory (from_blob's, the caller's, it only holds a reference to) and the shape,
+  // which copies share and nothing changes: copying a tensor (every op puts its tensors in a
+  // request) costs one reference count (detail::TensorMemory).
+  std::shared_ptr<void> storage_;
   void* data_ = nullptr;
-  // Shared by copies and never changed: copying a tensor (every op puts its tensors in a request)
-  // costs two reference counts, not an allocation.
-  std::shared_ptr<const std::vector<int64_t>> shape_;
+  const std::vector<int64_t>* shape_ = nullptr;  // owned by storage_'s owner
   int64_t numel_ = 0;
   DType dtype_ = DType::Float32;
   Device device_;

@@ -102,13 +102,27 @@ std::shared_ptr<void> allocate(Device device, size_t bytes) {
 TensorMemory allocate_with_shape(Device device, size_t bytes, std::vector<int64_t> shape) {
   if (bytes > kInlineBytes || on_gpu(device)) {
     auto storage = allocate(device, bytes);  // validates the device
-    return {std::move(storage), std::make_shared<const std::vector<int64_t>>(std::move(shape))};
+    void* pointer = storage.get();
+    return own_with_shape(std::move(storage), pointer, std::move(shape));
   }
   validate_device(device);
   auto block = std::allocate_shared<InlineTensor>(LineAligned<InlineTensor>{}, std::move(shape));
-  // Both pointers share the block's one reference count.
-  return {std::shared_ptr<void>(block, block->bytes),
-          std::shared_ptr<const std::vector<int64_t>>(block, &block->shape)};
+  return {std::shared_ptr<void>(block, block->bytes), &block->shape};
+}
+
+namespace {
+struct OwnedTensor {
+  OwnedTensor(std::shared_ptr<void>&& o, std::vector<int64_t>&& dims)
+      : owner(std::move(o)), shape(std::move(dims)) {}
+  std::shared_ptr<void> owner;
+  std::vector<int64_t> shape;
+};
+}  // namespace
+
+TensorMemory own_with_shape(std::shared_ptr<void> owner, void* pointer,
+                            std::vector<int64_t> shape) {
+  auto block = std::make_shared<OwnedTensor>(std::move(owner), std::move(shape));
+  return {std::shared_ptr<void>(block, pointer), &block->shape};
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n) {

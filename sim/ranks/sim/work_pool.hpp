@@ -6,9 +6,11 @@
 //
 // Single-threaded, like the rest of the simulator. A Work handle may outlive its run (a program
 // can keep one), so the engine does not delete its pool: it orphans it, and the pool deletes
-// itself once the last block has come back.
+// itself (and the slabs still in use) once the last block has come back.
 
+#include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <new>
 #include <vector>
 
@@ -21,47 +23,89 @@ class WorkPool {
   WorkPool& operator=(const WorkPool&) = delete;
 
   void* allocate(size_t bytes) {
-    ++live_;
-    if (bytes == block_bytes_ && !free_.empty()) {
-      void* block = free_.back();
-      free_.pop_back();
-      return block;
-    }
     if (block_bytes_ == 0) block_bytes_ = bytes;  // one block size: the first one asked for
-    return ::operator new(bytes, kLine);
+    void* block;
+    if (bytes != block_bytes_) {
+      block = ::operator new(bytes, kLine);
+    } else if (!free_.empty()) {
+      block = free_.back();
+      free_.pop_back();
+    } else {
+      if (carved_ == kSlabBlocks) add_slab();
+      block = slabs_.back() + block_bytes_ * carved_++;
+    }
+    ++live_;
+    return block;
   }
 
   void deallocate(void* block, size_t bytes) noexcept {
     --live_;
-    if (orphaned_ || bytes != block_bytes_) {
+    if (bytes != block_bytes_) {
       ::operator delete(block, bytes, kLine);
-    } else {
-      try {
-        free_.push_back(block);
-      } catch (...) {
-        ::operator delete(block, bytes, kLine);
-      }
+    } else if (!orphaned_) {
+      free_.push_back(block);  // never reallocates (add_slab reserved room)
     }
     if (orphaned_ && live_ == 0) delete this;
   }
 
-  // The engine is done with the pool: frees what it can now and the rest as it comes back.
+  // The engine is done with the pool: frees the slabs whose blocks have all come back now, the
+  // rest with the pool once the last kept Work lets go of its block.
   void orphan() noexcept {
     orphaned_ = true;
-    for (void* block : free_) ::operator delete(block, block_bytes_, kLine);
+    if (live_ == 0) {
+      delete this;
+      return;
+    }
+    std::sort(free_.begin(), free_.end(), std::less<>());
+    std::vector<char*> kept;
+    for (char* slab : slabs_) {
+      const size_t carved = slab == slabs_.back() ? carved_ : kSlabBlocks;
+      auto first =
+          std::lower_bound(free_.begin(), free_.end(), static_cast<void*>(slab), std::less<>());
+      auto last = std::lower_bound(
+          first, free_.end(), static_cast<void*>(slab + kSlabBlocks * block_bytes_), std::less<>());
+      if (static_cast<size_t>(last - first) == carved) {
+        ::operator delete(slab, kLine);
+      } else {
+        kept.push_back(slab);
+      }
+    }
+    slabs_.swap(kept);
     free_.clear();
-    if (live_ == 0) delete this;
+    free_.shrink_to_fit();
   }
 
  private:
   WorkPool() = default;
-  ~WorkPool() = default;
+  ~WorkPool() {
+    for (char* slab : slabs_) ::operator delete(slab, kLine);
+  }
 
-  // Blocks start on a cache line: a SimWork then spans the fewest lines (6, not 7), and each op
+  // Blocks start on a cache line: a SimWork then spans the fewest lines (5), and each op
   // writes all of its work's lines.
   static constexpr std::align_val_t kLine{64};
+  static constexpr size_t kSlabBlocks = 64;
+
+  // Blocks come in slabs: one aligned allocation (~600 instructions in glibc, which splits off
+  // and frees the slack around it) per 64 blocks instead of per block, where the first op of
+  // every rank made one. The free list keeps room for every block carved, so that giving one
+  // back never allocates.
+  void add_slab() {
+    char* slab = static_cast<char*>(::operator new(kSlabBlocks* block_bytes_, kLine));
+    try {
+      slabs_.push_back(slab);
+      free_.reserve(slabs_.size() * kSlabBlocks);
+    } catch (...) {
+      if (!slabs_.empty() && slabs_.back() == slab) slabs_.pop_back();
+      ::operator delete(slab, kLine);
+      throw;
+    }
+    carved_ = 0;
+  }
 
   std::vector<void*> free_;
+  std::vector<char*> slabs_;
+  size_t carved_ = kSlabBlocks;  // blocks handed out of the newest slab
   size_t block_bytes_ = 0;
   size_t live_ = 0;
   bool orphaned_ = false;
