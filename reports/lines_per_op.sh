@@ -4,7 +4,10 @@
 # runs under valgrind's lackey, and the distinct 64-byte lines of data it touched between two of
 # rank 0's markers are divided by the ranks. Stack lines are those within the span of the ranks'
 # stacks (each rank reports where a local of its body lies), heap lines those below the end of
-# the heap. Needs valgrind.
+# the heap or within the array of rank records (each rank reports where its context lies). One
+# stack line per op is valgrind's own: it emulates `bt` on registers through memory 288 bytes
+# below the stack pointer (in BackendCapabilities::allows), deeper than any frame of the op.
+# Needs valgrind.
 #   reports/lines_per_op.sh [BUILD_DIR] [barrier]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,6 +30,7 @@ cat >"$scratch/probe.cpp" <<'EOF'
 
 volatile long marker = 0;  // rank 0 stores to it between rounds: the trace's round boundaries
 uintptr_t lowest_local = UINTPTR_MAX, highest_local = 0;
+uintptr_t lowest_record = UINTPTR_MAX, highest_record = 0;  // the ranks' contexts
 
 int main(int argc, char** argv) {
   const bool barrier = argc > 1 && std::string_view(argv[1]) == "barrier";
@@ -36,6 +40,9 @@ int main(int argc, char** argv) {
   auto report = ranks::sim::run(options, [&] {
     auto t = ranks::Tensor::of<double>({1.0});
     lowest_local = std::min(lowest_local, reinterpret_cast<uintptr_t>(&t));
+    const auto record = reinterpret_cast<uintptr_t>(&ranks::current());
+    lowest_record = std::min(lowest_record, record);
+    highest_record = std::max(highest_record, record);
     highest_local = std::max(highest_local, reinterpret_cast<uintptr_t>(&t));
     for (int i = 0; i < 4; ++i) {
       if (ranks::get_rank() == 0) marker = i;
@@ -46,8 +53,9 @@ int main(int argc, char** argv) {
       }
     }
   });
-  std::printf("heap_end %p stacks %#zx %#zx\n", sbrk(0), static_cast<size_t>(lowest_local),
-              static_cast<size_t>(highest_local));
+  std::printf("heap_end %p stacks %#zx %#zx records %#zx %#zx\n", sbrk(0),
+              static_cast<size_t>(lowest_local), static_cast<size_t>(highest_local),
+              static_cast<size_t>(lowest_record), static_cast<size_t>(highest_record));
   return report.outcome == ranks::sim::Outcome::Ok ? 0 : 1;
 }
 EOF
@@ -59,7 +67,8 @@ valgrind --tool=lackey --trace-mem=yes --log-file="$scratch/trace" "$scratch/pro
 python3 - "$scratch/out" "$scratch/trace" <<'EOF'
 import collections, sys
 words = open(sys.argv[1]).read().split()
-marker, heap_end, low, high = (int(words[i], 16) for i in (1, 3, 5, 6))
+marker, heap_end, low, high, records_low, records_high = (
+    int(words[i], 16) for i in (1, 3, 5, 6, 8, 9))
 slot = 1 << 20  # more than a stack slot: the lines of the lowest and highest stacks count too
 ranks, seen, lines = 1024, -1, set()
 for line in open(sys.argv[2]):
@@ -77,7 +86,9 @@ for line in open(sys.argv[2]):
     if seen == 2:  # the round from rank 0's third op to its fourth
         lines.add(address >> 6)
 kinds = collections.Counter(
-    "stack" if low - slot <= (l << 6) < high + slot else "heap" if (l << 6) < heap_end else "other"
+    # The ranks' records (one array, which malloc may map next to the stacks) are heap.
+    "heap" if records_low - 4096 <= (l << 6) < records_high + 4096 or (l << 6) < heap_end
+    else "stack" if low - slot <= (l << 6) < high + slot else "other"
     for l in lines)
 print("lines per rank-op: %.2f (stack %.2f, heap %.2f, other %.2f)" % (
     len(lines) / ranks, kinds["stack"] / ranks, kinds["heap"] / ranks, kinds["other"] / ranks))

@@ -205,7 +205,7 @@ std::string Engine::whereabouts_of(const std::vector<int>& ranks) const {
 void Engine::declare_stuck() {
   std::vector<SimRank*> blocked;
   for (auto& rank : ranks_) {
-    if (rank->state == RankState::Blocked) blocked.push_back(rank.get());
+    if (rank->state == RankState::Blocked) blocked.push_back(rank);
   }
   if (blocked.empty()) return;
   stuck_ = true;

@@ -80,9 +80,10 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
     }
   }
   if (options.trace) trace_ = std::make_unique<Trace>();
+  rank_records_ = std::make_unique<SimRank[]>(static_cast<size_t>(options.world_size));
   ranks_.reserve(static_cast<size_t>(options.world_size));
   for (int r = 0; r < options.world_size; ++r) {
-    ranks_.push_back(std::make_unique<SimRank>());
+    ranks_.push_back(&rank_records_[static_cast<size_t>(r)]);
     ranks_.back()->rank = r;
   }
 }
@@ -140,7 +141,7 @@ Report Engine::run(const std::function<void()>& body) {
     std::vector<boost::fibers::fiber> fibers;
     fibers.reserve(static_cast<size_t>(world_size));
     for (int r = 0; r < world_size; ++r) {
-      SimRank* rank = ranks_[static_cast<size_t>(r)].get();
+      SimRank* rank = ranks_[static_cast<size_t>(r)];
       waking_ = rank;  // a new fiber is scheduled as it is made
       fibers.emplace_back(std::allocator_arg, PooledStack{&stacks}, [this, rank, &body] {
         // Boost deletes a fiber's properties with it.
@@ -457,7 +458,7 @@ void Engine::fire_deadlines(Nanos time) {
   // still "in" its op for the others' messages.
   std::vector<SimRank*> due;
   for (auto& rank : ranks_) {
-    if (rank->state == RankState::Blocked && rank->deadline == time) due.push_back(rank.get());
+    if (rank->state == RankState::Blocked && rank->deadline == time) due.push_back(rank);
   }
   for (SimRank* rank : due) {
     auto* work = rank->waiting_on;
