@@ -17,9 +17,7 @@ namespace {
 class AfterATimeout : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AfterATimeout, TheGroupIsWhatTheBackendLeavesOfIt) {
-  const std::string param = GetParam();  // "sim_gloo", "sim_mpi", or a real backend
-  const bool simulated = param.starts_with("sim_");
-  const std::string rules = simulated ? param.substr(4) : param;
+  const std::string rules = rules_of(GetParam());  // GetParam(): a rule_cases() case
   auto body = [rules] {
     using namespace std::chrono_literals;
     Group pair = new_group({0, 1});
@@ -46,24 +44,10 @@ TEST_P(AfterATimeout, TheGroupIsWhatTheBackendLeavesOfIt) {
       EXPECT_EQ(x.item<int32_t>(), 3);
     }
   };
-  if (simulated) {
-    sim::Options options = default_options();
-    options.backend = rules;
-    run_ranks(2, body, options);
-  } else {
-    run_on(param, 2, body);
-  }
+  run_rule_case(GetParam(), 2, body);
 }
 
-std::vector<std::string> after_timeout_cases() {
-  std::vector<std::string> cases = {"sim_gloo", "sim_mpi"};
-  for (const std::string& b : test_backends()) {
-    if (b != "sim") cases.push_back(b);
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, AfterATimeout, ::testing::ValuesIn(after_timeout_cases()),
+INSTANTIATE_TEST_SUITE_P(Backends, AfterATimeout, ::testing::ValuesIn(rule_cases()),
                          [](const auto& param_info) { return param_info.param; });
 
 // An op whose deadline passes is a Timeout, even when its peer arrives while the rank is still

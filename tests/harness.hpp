@@ -74,6 +74,32 @@ inline std::vector<std::string> test_backends() {
   return names;
 }
 
+// Cases for a body whose outcome depends on the backend's rules: the simulator under gloo's and
+// under Open MPI's ("sim_gloo", "sim_mpi"), then each real backend built ("gloo", "mpi").
+inline std::vector<std::string> rule_cases() {
+  std::vector<std::string> cases = {"sim_gloo", "sim_mpi"};
+  for (const std::string& b : test_backends()) {
+    if (b != "sim") cases.push_back(b);
+  }
+  return cases;
+}
+
+// The backend whose rules a rule_cases() case follows.
+inline std::string rules_of(const std::string& rule_case) {
+  return rule_case.starts_with("sim_") ? rule_case.substr(4) : rule_case;
+}
+
+// Runs body on world_size ranks for a rule_cases() case: simulated under those rules, or as
+// processes on the real backend.
+inline void run_rule_case(const std::string& rule_case, int world_size,
+                          const std::function<void()>& body) {
+  if (rule_case.starts_with("sim_")) {
+    run_ranks(world_size, body, options_for(rules_of(rule_case)));
+  } else {
+    run_on(rule_case, world_size, body);
+  }
+}
+
 // The value a test stores at (rank, index): small, so sums and products stay exact in every
 // dtype (bfloat16 holds integers up to 256 exactly; 64 ranks x 3 = 192).
 inline int64_t small_value(int rank, int64_t i) { return (rank * 7 + i * 3) % 4; }

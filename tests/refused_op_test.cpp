@@ -10,9 +10,7 @@ namespace {
 class RefusedOp : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RefusedOp, LeavesNothingToTheNextOp) {
-  const std::string param = GetParam();  // "sim_gloo", "sim_mpi", or a real backend
-  const bool simulated = param.starts_with("sim_");
-  const std::string rules = simulated ? param.substr(4) : param;
+  const std::string rules = rules_of(GetParam());  // GetParam(): a rule_cases() case
   auto body = [rules] {
     // Both are refused by the backend's table, which dispatch asks once the request carries its
     // tensors: gloo has no reduce_scatter, Open MPI no cuda tensors.
@@ -35,22 +33,10 @@ TEST_P(RefusedOp, LeavesNothingToTheNextOp) {
     EXPECT_EQ(sum.item<int32_t>(), get_world_size() * (get_world_size() + 1) / 2);
     EXPECT_EQ(values(out), (std::vector<double>{0, 0}));  // the refused op wrote nothing
   };
-  if (simulated) {
-    run_ranks(3, body, options_for(rules));
-  } else {
-    run_on(param, 3, body);
-  }
+  run_rule_case(GetParam(), 3, body);
 }
 
-std::vector<std::string> refused_op_cases() {
-  std::vector<std::string> cases = {"sim_gloo", "sim_mpi"};
-  for (const std::string& b : test_backends()) {
-    if (b != "sim") cases.push_back(b);
-  }
-  return cases;
-}
-
-INSTANTIATE_TEST_SUITE_P(Backends, RefusedOp, ::testing::ValuesIn(refused_op_cases()),
+INSTANTIATE_TEST_SUITE_P(Backends, RefusedOp, ::testing::ValuesIn(rule_cases()),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace
