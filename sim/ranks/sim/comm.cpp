@@ -38,23 +38,17 @@ std::string list_ranks(const std::vector<int>& ranks) {
 }  // namespace
 
 namespace {
-// Written field by field into `info`: every op describes itself into its rank's block, and a
-// temporary would be one more stack line per op.
-void describe_block(const OpRequest& request, const SimGroup& group, BlockInfo& info) {
-  info.op = op_label(request);
-  info.group = &group.name();
-  info.seq = static_cast<int64_t>(request.seq);
-  info.where = request.where;
-  info.peer = no_peer;
+BlockInfo describe_block(const OpRequest& request, const SimGroup& group) {
+  BlockInfo info{op_label(request), &group.name(), static_cast<int64_t>(request.seq),
+                 request.where};
   if (is_point_to_point(request.kind) || has_root(request.kind)) {
     info.peer = request.root == any_source ? any_source : group.global_rank(request.root);
   }
-  info.count = -1;
-  info.dtype = DType::Float32;
   if (const Tensor* t = request.described_tensor()) {
     info.count = t->numel();
     info.dtype = t->dtype();
   }
+  return info;
 }
 }  // namespace
 
@@ -80,13 +74,7 @@ void SimWork::start() {
   timeout = request.timeout;
 }
 
-BlockInfo SimWork::info() const {
-  BlockInfo info;
-  describe_block(request, group, info);
-  return info;
-}
-
-void SimWork::describe(BlockInfo& into) const { describe_block(request, group, into); }
+BlockInfo SimWork::info() const { return describe_block(request, group); }
 
 SimGroup::SimGroup(Engine& engine, GroupSpec spec)
     : engine_(engine),
@@ -516,7 +504,7 @@ Work SimComm::submit(OpRequest&& request) {
   std::shared_ptr<SimWork> work = std::move(draft_);
   work->start();
   SimRank& owner = work->owner;
-  work->describe(owner.block);
+  owner.block = work->info();
   owner.block_work = work.get();
   owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, owner.block);

@@ -42,7 +42,6 @@ class SimWork final : public ranks::detail::WorkState {
   // What reports say of the op (its name, group, seq, call site): built when asked, not kept,
   // so that the work stays a cache line smaller (the rank keeps its latest in SimRank::block).
   BlockInfo info() const;
-  void describe(BlockInfo& into) const;  // as info(), in place
   OpKind op() const { return request.kind; }
   // Point-to-point: the other side's group rank (or any_source); else -1.
   int peer() const { return is_point_to_point(request.kind) ? request.root : -1; }
