@@ -3,6 +3,7 @@
 #include <random>
 #include <utility>
 
+#include "ranks/detail/line_aligned.hpp"
 #include "ranks/group.hpp"
 
 namespace ranks {
@@ -40,6 +41,10 @@ void Context::reset() {
 }
 
 namespace detail {
+
+std::shared_ptr<GroupImpl> make_group_impl() {
+  return std::allocate_shared<GroupImpl>(LineAligned<GroupImpl>{});
+}
 
 ObjectCallScope::ObjectCallScope(const char* api, const Group& group, std::source_location where)
     : context_(current()),

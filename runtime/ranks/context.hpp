@@ -49,6 +49,9 @@ struct alignas(64) GroupImpl {
   int size() const { return spec.size(); }
 };
 
+// A new GroupImpl on a cache line of its own (detail/line_aligned.hpp says why not make_shared).
+std::shared_ptr<GroupImpl> make_group_impl();
+
 // A small, fast, seedable generator (splitmix64): a simulated rank must stay a few KiB.
 class Rng {
  public:

@@ -104,7 +104,7 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
   agree.blocking = true;
   detail::dispatch(*context.world, std::move(agree), where).wait();
 
-  auto impl = std::make_shared<detail::GroupImpl>();
+  auto impl = detail::make_group_impl();
   auto self = std::find(global_ranks.begin(), global_ranks.end(), context.rank);
   impl->spec = GroupSpec{
       std::make_shared<const std::vector<int>>(global_ranks),

@@ -213,7 +213,7 @@ void init_process_group(const InitOptions& options) {
 
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(m.world_size));
   std::iota(members->begin(), members->end(), 0);
-  auto world = std::make_shared<detail::GroupImpl>();
+  auto world = detail::make_group_impl();
   world->spec = GroupSpec{std::move(members), m.rank, "world"};
   world->backend_name = backend;
   world->capabilities = &capabilities(backend);

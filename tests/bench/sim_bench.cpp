@@ -83,8 +83,18 @@ void BM_StartAndJoin(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations() * n), benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_Barrier)->Arg(1024)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_AllReduce8B)->Arg(1024)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Barrier)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Arg(16384)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllReduce8B)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->Arg(16384)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StartAndJoin)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 long peak_rss_kib() {

@@ -11,6 +11,7 @@
 
 #include "ranks/context.hpp"
 #include "ranks/detail/cuda.hpp"
+#include "ranks/detail/line_aligned.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::detail {
@@ -30,30 +31,12 @@ bool host_memory_requested() {
 // Memory of this device lives on a GPU (rather than in host memory tagged as cuda).
 bool on_gpu(Device device) { return device.is_cuda() && !cuda_is_host_memory(); }
 
-// A small tensor's shape and bytes, after the reference count in the same allocation.
+// A small tensor's shape and bytes, after the reference count in the same allocation: from a
+// line boundary, the count (16 bytes), the shape (24) and the bytes (16) fill exactly one line.
 struct InlineTensor {
   InlineTensor(std::vector<int64_t>&& dims) : shape(std::move(dims)) {}  // bytes left unset
   std::vector<int64_t> shape;
   alignas(16) std::byte bytes[kInlineBytes];
-};
-
-// Allocates on a cache-line boundary: the reference count (16 bytes), the shape (24) and the
-// bytes (16) then fill exactly one line.
-template <class T>
-struct LineAligned {
-  using value_type = T;
-  LineAligned() = default;
-  template <class U>
-  LineAligned(const LineAligned<U>&) {}  // NOLINT: allocators convert implicitly
-  T* allocate(size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kLine}));
-  }
-  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{kLine}); }
-  template <class U>
-  bool operator==(const LineAligned<U>&) const {
-    return true;
-  }
-  static constexpr size_t kLine = 64;
 };
 
 }  // namespace

@@ -150,18 +150,18 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   // that arrived early have waited, as they would for a real collective.
   const Nanos cost =
       price_or_fail(engine_, error, [&] { return collective_cost(engine_, *this, first); });
-  std::vector<std::shared_ptr<SimWork>> priced;
-  if (cost.count() > 0) priced.reserve(arrivals.size());
+  std::vector<std::shared_ptr<SimWork>> works;
+  works.reserve(arrivals.size());
   for (Arrival& arrival : arrivals) {
-    if (cost.count() > 0) {
-      priced.push_back(std::move(arrival.work));
-    } else {
-      engine_.complete(*arrival.work, error);
-    }
+    works.push_back(std::move(arrival.work));
     arrival = Arrival{};
   }
-  if (!priced.empty()) engine_.complete_after(cost, std::move(priced));
   spare_slots_.push_back(std::move(arrivals));
+  if (cost.count() > 0) {
+    engine_.complete_after(cost, std::move(works));
+  } else {
+    engine_.complete_all(std::move(works), error);
+  }
 }
 
 SimGroup::Pending& SimGroup::pending_at(uint64_t seq) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ranks/backend.hpp"
+#include "ranks/detail/line_aligned.hpp"
 #include "ranks/sim/engine.hpp"
 
 namespace ranks::sim::detail {
@@ -169,7 +170,7 @@ class GroupRegistry {
 
 // Line-aligned, hot fields first: every op reads the group, the engine and both ranks, and takes
 // the draft.
-class alignas(64) SimComm final : public Backend {
+class alignas(64) SimComm final : public Backend, public ranks::detail::LineAlignedNew {
  public:
   SimComm(Engine& engine, GroupRegistry& registry, std::shared_ptr<SimGroup> group, int rank,
           int global_rank);

@@ -142,6 +142,9 @@ class Engine final : public Clock {
   // The same for every work of one op, `delay` later on the virtual clock (the cost model's
   // price of the op): one event per op, however many ranks take part.
   void complete_after(Nanos delay, std::vector<std::shared_ptr<SimWork>> works);
+  // complete() for each of a collective's works, in order, dropping each reference as it goes.
+  void complete_all(std::vector<std::shared_ptr<SimWork>>&& works,
+                    const std::exception_ptr& error = nullptr);
 
   // The cost model (pricing.cpp): whether ops cost virtual time at all, and what they cost.
   bool priced() const { return priced_; }

@@ -37,9 +37,10 @@ class Scheduler final : public boost::fibers::algo::algorithm {
   void notify() noexcept override {}
 
  private:
-  // Below this many ranks their stacks and records stay in the last-level cache, and prefetching
-  // them costs more instructions than the misses it hides (measured: sim_bench, reports/).
-  static constexpr int prefetch_from = 4096;
+  // From here on the ranks' stacks and records no longer fit in a core's 2 MiB L2: prefetching
+  // gains 9 % on an all_reduce at 1,024 ranks, 20 % at 4,096, 75 % at 16,384 (sim_bench,
+  // reports/simulator.md, session 18). Smaller worlds were not measured.
+  static constexpr int prefetch_from = 1024;
 
   struct Ready {
     boost::fibers::context* fiber;
