@@ -50,7 +50,11 @@ struct LineAligned {
 // For a class whose objects are made with new (a unique_ptr's): its own operator new and delete.
 struct LineAlignedNew {
   static void* operator new(size_t bytes) { return allocate_line_aligned(bytes); }
-  static void* operator new(size_t bytes, std::align_val_t) { return allocate_line_aligned(bytes); }
+  static void* operator new(size_t bytes, std::align_val_t alignment) {
+    // Only for types aligned to a line at most (alignas(64)); a wider one needs another scheme.
+    if (static_cast<size_t>(alignment) > kCacheLine) throw std::bad_alloc();
+    return allocate_line_aligned(bytes);
+  }
   static void operator delete(void* p) noexcept { free_line_aligned(p); }
   static void operator delete(void* p, std::align_val_t) noexcept { free_line_aligned(p); }
 };
