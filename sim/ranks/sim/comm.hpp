@@ -64,6 +64,13 @@ class SimWork final : public ranks::detail::WorkState {
   OpRequest request;
 };
 
+// A pooled work's block: the 16 bytes of its shared count (work_pool.hpp), then the work. What
+// prefetching a work must load, from a pointer that may be stale (a prefetch never faults).
+inline constexpr size_t kWorkCountBytes = 16;
+inline const char* work_block(const SimWork* work) {
+  return reinterpret_cast<const char*>(work) - kWorkCountBytes;
+}
+
 // One simulated group, shared by all its members.
 class SimGroup {
  public:

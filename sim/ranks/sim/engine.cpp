@@ -332,7 +332,7 @@ void Engine::complete_all(std::vector<std::shared_ptr<SimWork>>&& works,
   const size_t n = works.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + 3 * stage < n) {
-      prefetch_range(reinterpret_cast<const char*>(works[i + 3 * stage].get()) - 16, 64);
+      prefetch_range(work_block(works[i + 3 * stage].get()), kPrefetchLine);
     }
     if (i + 2 * stage < n) prefetch_range(&works[i + 2 * stage]->owner, 64);
     if (i + stage < n) {

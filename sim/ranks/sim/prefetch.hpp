@@ -4,9 +4,11 @@
 
 #include <cstddef>
 
+#include "ranks/detail/line_aligned.hpp"
+
 namespace ranks::sim::detail {
 
-inline constexpr size_t kPrefetchLine = 64;
+inline constexpr size_t kPrefetchLine = ranks::detail::kCacheLine;
 
 // Starts loading the lines of [begin, begin + bytes) into the first-level cache. A prefetch
 // never faults, so the range may be stale (freed, unmapped).

@@ -50,7 +50,7 @@ void Scheduler::prefetch_ahead() const noexcept {
   // A SimWork sits after its 16-byte reference count (work_pool.hpp). The pointers may be stale
   // (a work back in its pool, a group since destroyed): a prefetch never faults.
   if (soon->block_work != nullptr) {
-    prefetch_range(reinterpret_cast<const char*>(soon->block_work) - 16, sizeof(SimWork) + 16);
+    prefetch_range(work_block(soon->block_work), kWorkCountBytes + sizeof(SimWork));
   }
   if (const ranks::detail::GroupImpl* group = soon->context.world.get()) {
     prefetch_range(group, sizeof(*group));
