@@ -45,7 +45,7 @@ Engine* running_engine_for_crash();
 class GroupRegistry;
 
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
-enum class RankState { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
+enum class RankState : uint8_t { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 
 // "30 min", "2 s", "15 ms" or "123 ns": the largest unit that divides the duration.
 std::string format_duration(std::chrono::nanoseconds d);
@@ -85,6 +85,7 @@ struct alignas(64) SimRank {
   SimWork* waiting_on = nullptr;            // the work it is blocked on, if any
   std::exception_ptr wake_error;            // makes the blocking call throw when it wakes
   int64_t ops_entered = 0;                  // for op=K faults: ops this rank has started
+  const char* stack_mark = nullptr;         // the frame it last blocked in (scheduler.cpp)
   BlockInfo block;                          // the op it last entered, or is waiting for
   // The work `block` describes. Every work is made by submit, which sets both, so a later work
   // at the same address (the pool reuses them) has set it anew.

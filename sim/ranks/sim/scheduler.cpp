@@ -16,11 +16,15 @@ constexpr size_t ahead = 4;
 // in: the work it last submitted (which it reads and releases as it resumes) and its group
 // (which its next op goes through first). +30 % at 16,384 ranks (reports/simulator.md).
 constexpr size_t ahead_heap = 2;
-// What a rank touches of its own stack between being resumed and blocking again: the body's
-// frames, then an op's, from its call down to Boost's suspend (0.7 KiB below the body since
-// session 8, 1.5 KiB before; measured), plus Boost's own. Boost keeps a fiber's control block at
-// the top of its stack, right above those frames.
-constexpr size_t stack_bytes_touched = 1280;
+// What a rank touches of its own stack between being resumed and blocking again, around the
+// frame it blocked in (SimRank::stack_mark): below it Boost's switch and the deeper calls an op
+// makes (submit), above it the op's own frames and the bottom of the caller's, where the caller
+// keeps what it uses across the call. Measured with valgrind's lackey: 12 lines for an
+// all_reduce, 10 for a barrier, in this window; a window fixed below the stack's top instead
+// (the body's depth taken as the benchmark's) fetched 24 lines and missed 2: +35 % for both at
+// 16,384 ranks (reports/simulator.md, session 19).
+constexpr size_t stack_bytes_below_mark = 384;
+constexpr size_t stack_bytes_above_mark = 320;
 
 }  // namespace
 
@@ -31,7 +35,7 @@ void Scheduler::awakened(boost::fibers::context* ctx) noexcept {
     // woke on its own.
     if (auto* props = static_cast<RankProps*>(ctx->get_properties())) rank = props->rank;
   }
-  ready_.push_back(Ready{ctx, rank});
+  ready_.push_back(Ready{ctx, rank, rank != nullptr ? rank->stack_mark : nullptr});
 }
 
 void Scheduler::prefetch_ahead() const noexcept {
@@ -41,9 +45,12 @@ void Scheduler::prefetch_ahead() const noexcept {
   if (!prefetch_ || ready_.size() <= ahead) return;
   const Ready& next = ready_[ahead];
   if (next.rank == nullptr) return;
-  const char* control_block = reinterpret_cast<const char*>(next.fiber);
-  prefetch_range(control_block - stack_bytes_touched,
-                 stack_bytes_touched + sizeof(boost::fibers::context));
+  if (next.stack_mark != nullptr) {
+    prefetch_range(next.stack_mark - stack_bytes_below_mark,
+                   stack_bytes_below_mark + stack_bytes_above_mark);
+  }
+  // Boost keeps a fiber's control block at the top of its stack.
+  prefetch_range(next.fiber, sizeof(boost::fibers::context));
   prefetch_range(next.rank, sizeof(SimRank));
   const SimRank* soon = ready_[ahead_heap].rank;
   if (soon == nullptr) return;

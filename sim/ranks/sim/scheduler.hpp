@@ -44,7 +44,8 @@ class Scheduler final : public boost::fibers::algo::algorithm {
 
   struct Ready {
     boost::fibers::context* fiber;
-    SimRank* rank;  // null: not a rank's fiber (the main fiber, Boost's dispatcher)
+    SimRank* rank;           // null: not a rank's fiber (the main fiber, Boost's dispatcher)
+    const char* stack_mark;  // its SimRank's, read here while wake() has that line in cache
   };
   // Starts loading what the rank `ahead` places down the queue will touch when it runs.
   void prefetch_ahead() const noexcept;
