@@ -227,7 +227,6 @@ void Engine::block(SimRank& rank, Nanos deadline) {
   // Where on its stack the rank waits, for the scheduler to prefetch around when it is next to
   // run: the depth depends on how deep in the program's own calls the op was made.
   rank.stack_mark = static_cast<const char*>(__builtin_frame_address(0));
-
   rank.fiber->suspend();
 }
 

@@ -44,7 +44,8 @@ Engine* running_engine_for_crash();
 [[noreturn]] void report_stall_and_exit(Engine& engine);
 class GroupRegistry;
 
-// Stuck: was blocked when the run got stuck and has been unwound; reported as blocked.
+// Stuck: was blocked when the run got stuck and has been unwound; reported as blocked. One byte:
+// SimRank's first line holds all that waking a rank reads and writes.
 enum class RankState : uint8_t { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 
 // "30 min", "2 s", "15 ms" or "123 ns": the largest unit that divides the duration.
