@@ -9,6 +9,7 @@
 #include <new>
 
 #include "ranks/errors.hpp"
+#include "ranks/sim/prefetch.hpp"
 
 namespace ranks::sim::detail {
 
@@ -35,6 +36,11 @@ constexpr size_t slot_skew = 4096;
 constexpr std::array<size_t, 4> top_offsets = {0, 768, 1536, 2240};
 
 constexpr size_t hot_pages = 2;
+
+// What making a fiber writes below its stack's top: Boost's control block (the context, with
+// the rank's function) on a 256-byte boundary, the Boost.Context record under it, and the
+// first frame.
+constexpr size_t top_bytes_written = 768;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
@@ -88,10 +94,19 @@ boost::context::stack_context StackPool::allocate() {
     throw std::bad_alloc();
   }
   boost::context::stack_context sctx;
-  const size_t offset = count_ > max_guarded_stacks ? top_offsets[slot % top_offsets.size()] : 0;
-  sctx.size = stack_bytes_ - offset;
-  sctx.sp = base_ + (slot + 1) * stack_bytes_ - offset;  // stacks grow down from the top
+  sctx.sp = top_of(slot);  // stacks grow down from the top
+  sctx.size = static_cast<size_t>(static_cast<char*>(sctx.sp) - (base_ + slot * stack_bytes_));
   return sctx;
+}
+
+char* StackPool::top_of(size_t slot) const {
+  const size_t offset = count_ > max_guarded_stacks ? top_offsets[slot % top_offsets.size()] : 0;
+  return base_ + (slot + 1) * stack_bytes_ - offset;
+}
+
+void StackPool::prefetch_top(size_t ahead) const noexcept {
+  if (!free_.empty() || next_ + ahead >= count_) return;
+  prefetch_range(top_of(next_ + ahead) - top_bytes_written, top_bytes_written);
 }
 
 void StackPool::deallocate(boost::context::stack_context& sctx) noexcept {
