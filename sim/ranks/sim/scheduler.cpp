@@ -16,6 +16,10 @@ constexpr size_t ahead = 4;
 // in: the work it last submitted (which it reads and releases as it resumes) and its group
 // (which its next op goes through first). +30 % at 16,384 ranks (reports/simulator.md).
 constexpr size_t ahead_heap = 2;
+// And one rank ahead, through the group line fetched a rank earlier, the first line of that
+// group's backend (the rank's SimComm), which every op reads and writes first: +4 % for an
+// all_reduce at 16,384 ranks, +3 % for a barrier (reports/simulator.md, session 21).
+constexpr size_t ahead_backend = 1;
 // What a rank touches of its own stack between being resumed and blocking again, around the
 // frame it blocked in (SimRank::stack_mark): below it Boost's switch and the deeper calls an op
 // makes (submit), above it the op's own frames and the bottom of the caller's, where the caller
@@ -52,6 +56,11 @@ void Scheduler::prefetch_ahead() const noexcept {
   // Boost keeps a fiber's control block at the top of its stack.
   prefetch_range(next.fiber, sizeof(boost::fibers::context));
   prefetch_range(next.rank, sizeof(SimRank));
+  if (const SimRank* next_but_one = ready_[ahead_backend].rank) {
+    if (const ranks::detail::GroupImpl* group = next_but_one->context.world.get()) {
+      prefetch_range(group->backend.get(), kPrefetchLine);
+    }
+  }
   const SimRank* soon = ready_[ahead_heap].rank;
   if (soon == nullptr) return;
   // A SimWork sits after its 16-byte reference count (work_pool.hpp). The pointers may be stale
