@@ -41,6 +41,11 @@ constexpr size_t hot_pages = 2;
 // the rank's function) on a 256-byte boundary, the Boost.Context record under it, and the
 // first frame.
 constexpr size_t top_bytes_written = 768;
+
+// What freeing a finished fiber reads below its stack's top: the above and the frames in which
+// terminate() switched away for the last time (1,280 bytes took the joins of 4,096 fibers from
+// 1.1 to 0.8 ms; 768 to 0.95, 1,792 to 0.9).
+constexpr size_t top_bytes_finished = 1280;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
@@ -107,6 +112,10 @@ char* StackPool::top_of(size_t slot) const {
 void StackPool::prefetch_top(size_t ahead) const noexcept {
   if (!free_.empty() || next_ + ahead >= count_) return;
   prefetch_range(top_of(next_ + ahead) - top_bytes_written, top_bytes_written);
+}
+
+void StackPool::prefetch_finished(size_t slot) const noexcept {
+  if (slot < next_) prefetch_range(top_of(slot) - top_bytes_finished, top_bytes_finished);
 }
 
 void StackPool::deallocate(boost::context::stack_context& sctx) noexcept {
