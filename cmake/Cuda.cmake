@@ -1,12 +1,13 @@
 # CUDA tensors and the NCCL backend, both behind RANKS_WITH_NCCL (AUTO|ON|OFF):
-#   RANKS_HAS_CUDA  the CUDA runtime is linked: Tensor memory on Device::cuda(k) is device memory
+#   RANKS_HAS_CUDA  built against the CUDA runtime: Tensor memory on Device::cuda(k) is device memory
 #   RANKS_HAS_NCCL  runtime/ranks/backends/nccl/ is built (needs CUDA and NCCL >= 2.18, for
 #                   ncclCommSplit and ncclGetLastError)
 #   RANKS_NCCL_STATUS  one line for `ranks --version` and `ranks matrix`: what was built, or why not
-# cudart is linked PRIVATE to the shared libranks (CUDA tensors), libnccl only to libranks_nccl.so
-# (loaded when a process asks for nccl), and no public header includes theirs, so consumers of the
-# installed package need neither to build, and libnccl only to run on nccl. Only the files that call CUDA get
-# its include directory, so a CUDA upgrade does not rebuild the rest of the library.
+# libranks opens cudart when a process first uses a cuda tensor; cudart and libnccl are linked
+# only to libranks_nccl.so (loaded when a process asks for nccl), and no public header includes
+# theirs, so consumers of the installed package need neither to build, and libnccl only to run on
+# nccl. Only the files that call CUDA get its include directory, so a CUDA upgrade does not rebuild
+# the rest of the library.
 
 set(RANKS_HAS_CUDA 0)
 set(RANKS_HAS_NCCL 0)
@@ -41,9 +42,14 @@ function(ranks_find_nccl)
   set(RANKS_CUDA_INCLUDE_DIRS ${CUDAToolkit_INCLUDE_DIRS} CACHE INTERNAL "for tests/")
   find_library(RANKS_CUDART_LIBRARY cudart HINTS ${CUDAToolkit_LIBRARY_DIR})  # for tests/bench
   set(RANKS_CUDA_VERSION ${CUDAToolkit_VERSION} PARENT_SCOPE)
-  target_link_libraries(ranks PRIVATE $<LINK_ONLY:CUDA::cudart>)
+  # libranks opens the runtime on first use (runtime/ranks/detail/cuda.cpp says why): only its
+  # header at build time, and where to find the library built against.
+  target_link_libraries(ranks PRIVATE ${CMAKE_DL_LIBS})
   set_property(SOURCE ${PROJECT_SOURCE_DIR}/runtime/ranks/detail/cuda.cpp APPEND PROPERTY
                INCLUDE_DIRECTORIES ${CUDAToolkit_INCLUDE_DIRS})
+  set_property(SOURCE ${PROJECT_SOURCE_DIR}/runtime/ranks/detail/cuda.cpp APPEND PROPERTY
+               COMPILE_DEFINITIONS RANKS_CUDART_SONAME="libcudart.so.${CUDAToolkit_VERSION_MAJOR}"
+               RANKS_CUDART_DIR="${CUDAToolkit_LIBRARY_DIR}")
 
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ENV NCCL_HOME
             PATH_SUFFIXES include)
