@@ -7,8 +7,9 @@ Runs `ranks run -n 3 --backend BACKEND -- PROGRAM` (gloo by default) with CRASH_
 program aborts on that rank mid-job) and checks that ranks run returns non-zero and says that
 rank 1 died on SIGABRT, and that the other ranks were stopped or failed on their own (the command
 returned: ctest's timeout catches a hang). With gloo, `ranks run` itself names the first failure
-and the survivors name rank 1's error as its cause; with mpi, mpirun starts the ranks, stops the
-job and says which rank failed, and a rank's exit(3) is the job's status.
+and the survivors name rank 1's error as its cause; with mpi, mpirun starts the ranks and stops
+the job, and ranks run relays its tagged lines with the same "[rank k] " prefixes, names the rank
+mpirun says failed first, and exits with mpirun's status (a rank's exit(3) is the job's).
 """
 import os
 import signal
@@ -30,6 +31,14 @@ def main():
     if backend == "mpi":
         if "process rank 1 with PID" not in output or "exited on signal 6" not in output:
             failures.append("mpirun's report does not say rank 1 died on SIGABRT")
+        if "ranks run: rank 1 was killed by signal 6 (Aborted) first" not in done.stderr:
+            failures.append("ranks run does not name rank 1's SIGABRT as the first failure")
+        # Rank 1's backtrace, written in pieces, reaches mpirun with a tag on every piece.
+        if "]<stderr>:" in output or "]<stdout>:" in output:
+            failures.append("mpirun's tags are left in the relayed lines")
+        if not any(line.startswith("[rank 1] ") and "Process received signal" in line
+                   for line in done.stderr.splitlines()):
+            failures.append("rank 1's backtrace is not relayed with its rank in front")
         finish(failures, output, check_mpi_error(command, env) + check_mpi_exit(command))
         return
     if "ranks run: rank 1 (pid" not in done.stderr:
@@ -123,8 +132,10 @@ def check_mpi_error(command, env):
     failures = []
     if thrown.returncode == 0:
         failures.append("ranks run exited 0 when rank 1 threw")
-    if "the data loader ran out of batches" not in output:
-        failures.append("rank 1's error is not in the output")
+    if "[rank 1] ranks: error: the data loader ran out of batches" not in thrown.stderr:
+        failures.append("rank 1's error is not on stderr with its rank in front")
+    if "ranks run: rank 1 exited with status 1 first" not in thrown.stderr:
+        failures.append("ranks run does not name rank 1 as the first failure")
     if "Process name: [[" not in output or "],1]" not in output:
         failures.append("mpirun does not name rank 1 as the first to exit non-zero")
     if failures:
@@ -139,7 +150,8 @@ def check_mpi_exit(command):
     env = dict(os.environ, EXIT_RANK="1", RANKS_TIMEOUT="60")
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=100)
     output = done.stdout + done.stderr
-    if done.returncode != 3 or "exiting without MPI_Finalize" not in output:
+    if done.returncode != 3 or "exiting without MPI_Finalize" not in output or \
+            "ranks run: rank 1 exited with status 3 first" not in done.stderr:
         print(output)
         return [f"rank 1's exit(3) under mpi ended the job with status {done.returncode}"]
     return []

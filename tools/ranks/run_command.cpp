@@ -3,7 +3,8 @@
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and RANKS_BACKEND),
 // optionally each bound to one CPU, prefixes their output with the rank, and when one exits
 // non-zero or dies on a signal, stops the others and says which rank failed first, how, and its
-// last lines of output. With --backend mpi, mpirun starts the N processes instead (mpirun.hpp).
+// last lines of output. With --backend mpi, mpirun starts the N processes instead (mpirun.hpp):
+// ranks run relays its tagged output the same way and names the rank mpirun says failed first.
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,14 +58,17 @@ struct Stream {
 };
 
 struct Child {
-  int rank = 0;
+  int rank = 0;    // kMpirun: mpirun, which starts the ranks and tags their lines
   pid_t pid = -1;  // also its process group: the rank and whatever it starts
   Stream out, err;
   std::deque<std::string> tail;  // last lines of both streams, for the failure report
   bool exited = false;
   bool stopped = false;  // still running when the launcher began stopping the ranks
   int status = 0;
+  std::map<int, std::deque<std::string>> rank_tails;  // mpirun: each rank's last lines
 };
+
+constexpr int kMpirun = -1;
 
 constexpr size_t kTailLines = 20;
 
@@ -131,6 +136,17 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
     dup2(pipe_fds[1], STDOUT_FILENO);
     dup2(err_fds[1], STDERR_FILENO);
     for (int fd : {pipe_fds[0], pipe_fds[1], err_fds[0], err_fds[1]}) close(fd);
+    if (child.rank == kMpirun) {
+      // MPI_COMM_WORLD comes from mpirun, not from the variables below.
+      std::vector<std::string> command = mpirun_command(args.nproc, args.bind_to, args.program,
+                                                        /*tag_output=*/true);
+      std::vector<char*> argv;
+      for (auto& arg : command) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      std::fprintf(stderr, "ranks run: cannot run mpirun: %s\n", std::strerror(errno));
+      _exit(127);
+    }
     const int local = child.rank - args.node_rank * args.nproc;
     setenv("RANK", std::to_string(child.rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(args.nproc * args.nnodes).c_str(), 1);
@@ -164,15 +180,31 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
   child.err = {err_fds[0], stderr, {}};
 }
 
+void keep(std::deque<std::string>& tail, std::string line) {
+  tail.push_back(std::move(line));
+  if (tail.size() > kTailLines) tail.pop_front();
+}
+
 // Prints one line of a rank's output, the rank in front unless raw, and keeps the last ones.
 void emit(Child& child, Stream& stream, std::string line, bool raw) {
-  if (raw) {
+  if (child.rank == kMpirun) {
+    if (auto tagged = parse_tagged_line(line)) {
+      if (raw) {
+        std::fprintf(stream.to, "%s\n", tagged->text.c_str());
+      } else {
+        std::fprintf(stream.to, "[rank %d] %s\n", tagged->rank, tagged->text.c_str());
+      }
+      keep(child.rank_tails[tagged->rank], std::move(tagged->text));
+      return;
+    }
+    // mpirun's own lines, as it wrote them: its account of a failure is read from them.
+  }
+  if (raw || child.rank == kMpirun) {
     std::fprintf(stream.to, "%s\n", line.c_str());
   } else {
     std::fprintf(stream.to, "[rank %d] %s\n", child.rank, line.c_str());
   }
-  child.tail.push_back(std::move(line));
-  if (child.tail.size() > kTailLines) child.tail.pop_front();
+  keep(child.tail, std::move(line));
 }
 
 // Forwards the complete lines read so far, and the partial one at the end of the stream. Reads
@@ -239,8 +271,28 @@ std::string how(int status) {
   return fmt::format("exited with status {}", WEXITSTATUS(status));
 }
 
+// mpirun stopped the job: which rank it says failed first, and that rank's last lines.
+int report_mpirun_failure(const Child& mpirun) {
+  const int status =
+      WIFEXITED(mpirun.status) ? WEXITSTATUS(mpirun.status) : 128 + WTERMSIG(mpirun.status);
+  const std::optional<MpirunFailure> failure = parse_mpirun_failure(mpirun.tail);
+  if (!failure) {
+    std::fprintf(stderr, "ranks run: mpirun %s\n", how(mpirun.status).c_str());
+    return status;
+  }
+  std::string report = fmt::format("ranks run: rank {} {} first; mpirun stopped the other ranks.\n",
+                                   failure->rank, failure->how);
+  if (auto tail = mpirun.rank_tails.find(failure->rank); tail != mpirun.rank_tails.end()) {
+    report += fmt::format("last lines of rank {}:\n", failure->rank);
+    for (const auto& line : tail->second) report += "  " + line + "\n";
+  }
+  std::fputs(report.c_str(), stderr);
+  return status;
+}
+
 int run(const RunArgs& args) {
-  const int port = args.master_port != 0 ? args.master_port : launch::free_rendezvous_port();
+  const int port = args.master_port != 0 || args.backend == "mpi" ? args.master_port
+                                                                  : launch::free_rendezvous_port();
   if (pipe2(child_exited_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::runtime_error("pipe failed");
   struct sigaction action {};
@@ -253,8 +305,13 @@ int run(const RunArgs& args) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &forward_action, nullptr);
   const std::vector<int> cpus =
       args.bind_to == "core" ? launch::allowed_cpus() : std::vector<int>{};
-  std::vector<Child> children(static_cast<size_t>(args.nproc));
-  for (int i = 0; i < args.nproc; ++i) {
+  // With mpi, one child: mpirun, which starts the ranks and tags each of their lines.
+  std::vector<Child> children(args.backend == "mpi" ? 1 : static_cast<size_t>(args.nproc));
+  if (args.backend == "mpi") {
+    children.front().rank = kMpirun;
+    spawn(children.front(), args, port, -1);
+  }
+  for (int i = 0; args.backend != "mpi" && i < args.nproc; ++i) {
     children[static_cast<size_t>(i)].rank = args.node_rank * args.nproc + i;
     const int cpu = cpus.empty() ? -1 : launch::cpu_for_local_rank(cpus, i);
     spawn(children[static_cast<size_t>(i)], args, port, cpu);
@@ -355,6 +412,7 @@ int run(const RunArgs& args) {
     return 128 + launcher_signal;
   }
   if (first_failure == nullptr) return 0;
+  if (first_failure->rank == kMpirun) return report_mpirun_failure(*first_failure);
   std::string report;
   if (blame_weight(first_failure->status) == 1) {
     // Every rank that ended did so because of another: the ones still running are the suspects.
@@ -429,15 +487,12 @@ Command add_run_command(CLI::App& app) {
                    args->nnodes);
       return 2;
     }
-    if (args->backend == "mpi") {
-      // MPI_COMM_WORLD comes from mpirun, not from these variables: mpirun starts the ranks.
-      if (args->nnodes > 1) {
-        std::fprintf(stderr,
-                     "ranks run: --backend mpi starts this node's ranks through mpirun; for "
-                     "several nodes start the job with mpirun (and a hostfile) or srun\n");
-        return 2;
-      }
-      exec_program(mpirun_command(args->nproc, args->bind_to, args->program));
+    if (args->backend == "mpi" && args->nnodes > 1) {
+      // MPI_COMM_WORLD comes from mpirun, not from the torchrun-style variables.
+      std::fprintf(stderr,
+                   "ranks run: --backend mpi starts this node's ranks through mpirun; for "
+                   "several nodes start the job with mpirun (and a hostfile) or srun\n");
+      return 2;
     }
     if (args->nnodes > 1 && args->master_port == 0) {
       std::fprintf(stderr, "ranks run: with --nnodes > 1, give --master-addr and --master-port\n");
