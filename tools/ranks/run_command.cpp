@@ -138,13 +138,11 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
     for (int fd : {pipe_fds[0], pipe_fds[1], err_fds[0], err_fds[1]}) close(fd);
     if (child.rank == kMpirun) {
       // MPI_COMM_WORLD comes from mpirun, not from the variables below.
-      std::vector<std::string> command = mpirun_command(args.nproc, args.bind_to, args.program,
-                                                        /*tag_output=*/true);
-      std::vector<char*> argv;
-      for (auto& arg : command) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      execvp(argv[0], argv.data());
-      std::fprintf(stderr, "ranks run: cannot run mpirun: %s\n", std::strerror(errno));
+      try {
+        exec_program(mpirun_command(args.nproc, args.bind_to, args.program, /*tag_output=*/true));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ranks run: %s\n", e.what());
+      }
       _exit(127);
     }
     const int local = child.rank - args.node_rank * args.nproc;
