@@ -8,6 +8,7 @@
 #include "ranks/detail/reduce.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/sim/comm.hpp"
+#include "ranks/sim/prefetch.hpp"
 
 namespace ranks::sim::detail {
 
@@ -17,13 +18,28 @@ void copy(Tensor& dst, const Tensor& src) {
   if (src.nbytes() > 0) std::memcpy(dst.data_ptr(), src.data_ptr(), src.nbytes());
 }
 
+// Reading rank r's tensor of an op waits on two misses once thousands of ranks' requests no
+// longer fit in cache: the request's line that holds the tensor, then the tensor's data. Loading
+// the first `2 * stage` ranks ahead and the second (through the first) `stage` ahead overlaps
+// them with the ranks in between.
+constexpr size_t stage = 8;
+
+template <class Pick>
+void prefetch_operand(size_t r, size_t ranks, Pick tensor_of) {
+  if (r + 2 * stage < ranks) prefetch_range(&tensor_of(r + 2 * stage), sizeof(Tensor));
+  if (r + stage < ranks) prefetch_range(tensor_of(r + stage).data_ptr(), kPrefetchLine);
+}
+
 // Folds the tensors picked by `input(r)` over the ranks in order into a new tensor.
 template <class Pick>
 Tensor fold(size_t ranks, ReduceOp op, Pick input) {
   Tensor acc = input(0).clone();
   const ranks::detail::Reducer reduce = ranks::detail::reducer_for(acc.dtype(), op);
   if (acc.numel() > 0) {
-    for (size_t r = 1; r < ranks; ++r) reduce(acc.data_ptr(), input(r).data_ptr(), acc.numel());
+    for (size_t r = 1; r < ranks; ++r) {
+      prefetch_operand(r, ranks, input);
+      reduce(acc.data_ptr(), input(r).data_ptr(), acc.numel());
+    }
   }
   if (op == ReduceOp::Mean) {
     ranks::detail::divide_by(acc.data_ptr(), acc.numel(), acc.dtype(), static_cast<int64_t>(ranks));
@@ -106,7 +122,10 @@ void execute_collective(OpKind op, ReduceOp reduce_op, int root,
     case OpKind::AllReduce: {
       Tensor acc =
           fold(n, reduce_op, [&](size_t r) -> const Tensor& { return requests[r]->inputs[0]; });
-      for (size_t r = 0; r < n; ++r) copy(out(r, 0), acc);
+      for (size_t r = 0; r < n; ++r) {
+        prefetch_operand(r, n, [&](size_t k) -> const Tensor& { return out(k, 0); });
+        copy(out(r, 0), acc);
+      }
       return;
     }
     case OpKind::Reduce: {

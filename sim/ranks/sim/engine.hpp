@@ -97,6 +97,14 @@ struct alignas(64) SimRank {
   uint64_t polled_at = ~uint64_t{0};  // the engine's progress count at its last poll
   std::string error_kind;
   std::string error;
+
+  // What a rank-operation reads or writes of it: the lines up to the context's rejected-op flag,
+  // 3 of its 8 (valgrind's lackey on an all_reduce, session 23). The rest serves reports and
+  // rare paths, and prefetching it cost each operation five more lines to wait for.
+  size_t hot_bytes() const {
+    return static_cast<size_t>(reinterpret_cast<const char*>(&context.rejected_op.set + 1) -
+                               reinterpret_cast<const char*>(this));
+  }
 };
 
 struct Failure {
