@@ -247,9 +247,7 @@ void Engine::wake(SimRank& rank) {
   rank.deadline = never;
   rank.own_deadline = false;
   rank.waiting_on = nullptr;
-  waking_ = &rank;  // the scheduler's awakened() takes it: no lookup of the fiber's rank
-  main_fiber_->schedule(fiber);
-  waking_ = nullptr;
+  scheduler_->ready(fiber, &rank);
 }
 
 void Engine::wait(SimRank& rank, SimWork& work) {
@@ -336,11 +334,11 @@ void Engine::complete(SimWork& work, std::exception_ptr error) {
 void Engine::complete_all(std::vector<std::shared_ptr<SimWork>>&& works,
                           const std::exception_ptr& error) {
   // A collective's last arrival completes every member's work, and waking each reads its
-  // SimRank and its fiber's control block: three dependent misses per member once the ranks no
-  // longer fit in cache. Prefetched down the list in stages, each stage reading a pointer the
-  // one before brought in, they overlap.
+  // SimRank: two dependent misses per member once the ranks no longer fit in cache. Prefetched
+  // down the list in stages, the second reading the pointer the first brought in, they overlap.
   // (A work's first line holds its count, done flag, error and owner: work_pool.hpp, comm.hpp;
-  // what wake() reads and writes of a SimRank is its first line.) +10 % at 16,384 ranks.
+  // what wake() reads and writes of a SimRank is its first line; it no longer reads the fiber's
+  // control block, Scheduler::ready.) +10 % at 16,384 ranks.
   constexpr size_t stage = 8;
   const size_t n = works.size();
   for (size_t i = 0; i < n; ++i) {
@@ -348,11 +346,6 @@ void Engine::complete_all(std::vector<std::shared_ptr<SimWork>>&& works,
       prefetch_range(work_block(works[i + 3 * stage].get()), kPrefetchLine);
     }
     if (i + 2 * stage < n) prefetch_range(&works[i + 2 * stage]->owner, 64);
-    if (i + stage < n) {
-      if (const boost::fibers::context* fiber = works[i + stage]->owner.fiber) {
-        prefetch_range(fiber, sizeof(boost::fibers::context));
-      }
-    }
     complete(*works[i], error);
     works[i].reset();  // now, while its line is cached, not in a second pass over them all
   }

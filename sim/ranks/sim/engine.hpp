@@ -43,6 +43,7 @@ Engine* running_engine_for_crash();
 // report (crash_report.cpp: no allocation), then _exit(1).
 [[noreturn]] void report_stall_and_exit(Engine& engine);
 class GroupRegistry;
+class Scheduler;
 
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked. One byte:
 // SimRank's first line holds all that waking a rank reads and writes.
@@ -137,6 +138,8 @@ class Engine final : public Clock {
   void switching_to(boost::fibers::context* fiber, SimRank* rank);
   // The rank whose fiber the engine is handing to the scheduler right now, once; else null.
   SimRank* take_waking() { return std::exchange(waking_, nullptr); }
+  // The scheduling algorithm in use while run() runs (it registers itself), or null.
+  void attach(Scheduler* scheduler) { scheduler_ = scheduler; }
   ranks::detail::Rng& schedule_rng() { return rng_; }
   WorkPool* work_pool() { return work_pool_; }
   Trace* trace() { return trace_.get(); }
@@ -243,7 +246,8 @@ class Engine final : public Clock {
   boost::fibers::context* main_fiber_ = nullptr;
   SimRank* running_ = nullptr;
   std::atomic<uint64_t> switches_{0};
-  SimRank* waking_ = nullptr;           // see take_waking()
+  SimRank* waking_ = nullptr;  // see take_waking()
+  Scheduler* scheduler_ = nullptr;
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   std::optional<Failure> first_failure_;
   std::optional<std::string> first_mismatch_;  // raised, whether or not the program caught it

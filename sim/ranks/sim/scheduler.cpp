@@ -32,6 +32,17 @@ constexpr size_t stack_bytes_above_mark = 320;
 
 }  // namespace
 
+Scheduler::Scheduler(Engine& engine, uint64_t seed, int world_size)
+    : engine_(engine), rng_(seed), seeded_(seed != 0), prefetch_(world_size >= prefetch_from) {
+  engine_.attach(this);
+}
+
+Scheduler::~Scheduler() { engine_.attach(nullptr); }
+
+void Scheduler::ready(boost::fibers::context* fiber, SimRank* rank) noexcept {
+  ready_.push_back(Ready{fiber, rank, rank->stack_mark});
+}
+
 void Scheduler::awakened(boost::fibers::context* ctx) noexcept {
   SimRank* rank = engine_.take_waking();
   if (rank == nullptr) {
