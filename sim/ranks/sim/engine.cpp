@@ -141,7 +141,6 @@ Report Engine::run(const std::function<void()>& body) {
 
   auto previous_slot = ranks::detail::set_context_slot(&running_context_);
   boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed, world_size);
-  main_fiber_ = boost::fibers::context::active();
   arm_exit_guard(this);  // after Boost's scheduler exists: see ending.cpp
   {
     WallGuard wall_guard(*this, options_.timeout);
@@ -194,7 +193,6 @@ Report Engine::run(const std::function<void()>& body) {
   ranks::detail::set_context_slot(previous_slot);
   running_context_ = nullptr;
   running_ = nullptr;
-  main_fiber_ = nullptr;
 
   close_run(registry);
   Report report = make_report();

@@ -241,9 +241,6 @@ class Engine final : public Clock {
   std::unique_ptr<SimRank[]> rank_records_;
   std::vector<SimRank*> ranks_;
   boost::fibers::context* running_fiber_ = nullptr;
-  // The thread's main fiber while run() runs: wake() schedules through it rather than asking
-  // Boost for the active fiber, a thread-local lookup on every wake.
-  boost::fibers::context* main_fiber_ = nullptr;
   SimRank* running_ = nullptr;
   std::atomic<uint64_t> switches_{0};
   SimRank* waking_ = nullptr;  // see take_waking()
