@@ -304,7 +304,7 @@ void Engine::poll(SimRank& rank, SimWork& work) {
   if (stuck_) throw Deadlock(fmt::format("rank {} cannot poll: the run is stuck", rank.rank));
   if (rank.polled_at != progress_) {
     rank.polled_at = progress_;
-    waking_ = &rank;  // the scheduler's awakened() takes it, as for a wake
+    waking_ = &rank;  // Boost calls the scheduler's awakened(), which takes it
     running_fiber_->yield();
     return;
   }
