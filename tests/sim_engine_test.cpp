@@ -4,6 +4,7 @@
 // sim_clock_test.cpp; failed waits and the deadlines that fire: sim_failed_wait_test.cpp.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/fiber/operations.hpp>
@@ -479,6 +480,30 @@ TEST(SimEngine, ARankThatYieldsThroughBoostKeepsItsIdentity) {
     EXPECT_EQ(t.item<int32_t>(), 0 + 1 + 2 + 3);
   });
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// Boost's terminate() takes 5 KiB of stack (its spinlock's frame); the simulator ends each
+// rank's fiber on a scratch stack instead (sim/ranks/sim/fiber_end.hpp), so one page of stack
+// is enough for a rank that needs no more. A small world has a guard page under each stack,
+// where ending on its own stack would fault.
+TEST(SimEngine, RanksEndWithinOnePageOfStack) {
+  std::vector<int32_t> sums(8, -1);
+  auto body = [&] {
+    Tensor t = Tensor::of<int32_t>({get_rank()});
+    all_reduce(t);
+    sums[static_cast<size_t>(get_rank())] = t.item<int32_t>();
+  };
+  // A first run on default stacks: the first call of each library function goes through the
+  // dynamic linker, which saves the vector registers on the caller's stack (2.5 KiB with
+  // AVX-512), and that caller is a rank.
+  sim::Options options = default_options();
+  options.world_size = 8;
+  ASSERT_EQ(sim::run(options, body).outcome, sim::Outcome::Ok);
+  sums.assign(8, -1);
+  options.stack_bytes = 2 * static_cast<size_t>(sysconf(_SC_PAGESIZE));  // guard + one page
+  auto report = sim::run(options, body);
+  EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
+  EXPECT_EQ(sums, std::vector<int32_t>(8, 0 + 1 + 2 + 3 + 4 + 5 + 6 + 7));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "ranks/detail/check.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/sim/comm.hpp"
+#include "ranks/sim/fiber_end.hpp"
 #include "ranks/sim/prefetch.hpp"
 #include "ranks/sim/scheduler.hpp"
 #include "ranks/sim/stack.hpp"
@@ -25,8 +26,6 @@ size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1
 // How far ahead of the fiber being made the stack pool prefetches the top of a slot: making 4,096
 // fibers took 2.2 ms, 1.5 with it (reports/simulator.md, session 20).
 constexpr size_t fibers_made_ahead = 4;
-// The same for joining them, each join freeing a finished fiber (StackPool::prefetch_finished).
-constexpr size_t fibers_joined_ahead = 4;
 
 }  // namespace
 
@@ -105,12 +104,40 @@ void Engine::switching_to(boost::fibers::context* fiber, SimRank* rank) {
   running_context_ = rank != nullptr ? &rank->context : nullptr;
 }
 
+void Engine::run_rank(SimRank& rank, const std::function<void()>& body) {
+  try {
+    body();
+    rank.state = RankState::Finished;
+  } catch (const boost::context::detail::forced_unwind&) {
+    throw;
+  } catch (const CrashUnwind&) {
+    rank.state = RankState::Crashed;  // crash() has recorded why
+  } catch (const Error& e) {
+    // An argument error that no op raised (the front end records the ops it rejects; failed ops
+    // deliver their own error) is the body's: Tensor::to_vector<double>() on a float tensor
+    // after an all_reduce is not the all_reduce failing.
+    const bool from_op = rank.context.rejected_op.set ||
+                         std::current_exception() == rank.last_op_error ||
+                         std::string_view(e.kind()) != "invalid_argument";
+    if (from_op) {
+      record_failure(rank, e.kind(), e.what());
+    } else {
+      record_body_failure(rank, e.what(), e.kind());
+    }
+  } catch (const std::exception& e) {
+    record_body_failure(rank, e.what());
+  } catch (...) {
+    record_body_failure(rank, "the body threw something that is not a std::exception");
+  }
+}
+
 Report Engine::run(const std::function<void()>& body) {
   const int world_size = options_.world_size;
   const int per_node = options_.ranks_per_node == 0 ? world_size : options_.ranks_per_node;
   StackPool stacks(static_cast<size_t>(world_size), options_.stack_bytes != 0
                                                         ? options_.stack_bytes
                                                         : default_stack_bytes(world_size));
+  FiberEnd fiber_end;
   GroupRegistry registry(*this);
   auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
   std::iota(everyone->begin(), everyone->end(), 0);
@@ -144,49 +171,30 @@ Report Engine::run(const std::function<void()>& body) {
   arm_exit_guard(this);  // after Boost's scheduler exists: see ending.cpp
   {
     WallGuard wall_guard(*this, options_.timeout);
-    std::vector<boost::fibers::fiber> fibers;
-    fibers.reserve(static_cast<size_t>(world_size));
+    // The fibers are detached, so that Boost frees each as it ends (fiber_end.hpp), and the
+    // main fiber waits for the last rank to end instead of joining each. Not with Boost's mutex
+    // and condition variable: their spinlocks take 5 KiB of the last rank's stack.
+    boost::fibers::context* main_fiber = boost::fibers::context::active();
+    int ranks_running = world_size;
     for (int r = 0; r < world_size; ++r) {
       SimRank* rank = ranks_[static_cast<size_t>(r)];
       stacks.prefetch_top(fibers_made_ahead);
       waking_ = rank;  // a new fiber is scheduled as it is made
-      fibers.emplace_back(std::allocator_arg, PooledStack{&stacks}, [this, rank, &body] {
+      boost::fibers::fiber(std::allocator_arg, PooledStack{&stacks}, [&, rank] {
         // Boost deletes a fiber's properties with it.
         running_fiber_->set_properties(new RankProps(running_fiber_, rank));
-        try {
-          body();
-          rank->state = RankState::Finished;
-        } catch (const boost::context::detail::forced_unwind&) {
-          throw;
-        } catch (const CrashUnwind&) {
-          rank->state = RankState::Crashed;  // crash() has recorded why
-        } catch (const Error& e) {
-          // An argument error that no op raised (the front end records the ops it rejects;
-          // failed ops deliver their own error) is the body's: Tensor::to_vector<double>() on a
-          // float tensor after an all_reduce is not the all_reduce failing.
-          const bool from_op = rank->context.rejected_op.set ||
-                               std::current_exception() == rank->last_op_error ||
-                               std::string_view(e.kind()) != "invalid_argument";
-          if (from_op) {
-            record_failure(*rank, e.kind(), e.what());
-          } else {
-            record_body_failure(*rank, e.what(), e.kind());
-          }
-        } catch (const std::exception& e) {
-          record_body_failure(*rank, e.what());
-        } catch (...) {
-          record_body_failure(*rank, "the body threw something that is not a std::exception");
-        }
-      });
+        run_rank(*rank, body);
+        if (--ranks_running == 0) running_fiber_->schedule(main_fiber);
+        fiber_end.expect(running_fiber_);
+        scheduler_->free_ended_next();
+      }).detach();
       waking_ = nullptr;
     }
-    for (size_t i = 0; i < fibers.size(); ++i) {
-      stacks.prefetch_finished(i + fibers_joined_ahead);  // fiber i runs on slot i
-      fibers[i].join();
-    }
+    while (ranks_running > 0) main_fiber->suspend();
   }
-  // Boost frees a finished fiber (whose control block lives on its stack) only when its
-  // dispatcher next runs. Make it run now, while the stacks are still mapped.
+  // Each rank's fiber was freed as it ended (Scheduler::free_ended_next). Boost frees any other
+  // ended fiber (one a program made inside a rank) when its dispatcher next runs: make it run
+  // now, while the stacks are still mapped.
   boost::this_fiber::sleep_for(std::chrono::nanoseconds(0));
   boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
   arm_exit_guard(nullptr);

@@ -201,6 +201,8 @@ class Engine final : public Clock {
     }
   };
 
+  // A rank's whole life on its fiber: the body, and how it ended (finished, crashed, failed).
+  void run_rank(SimRank& rank, const std::function<void()>& body);
   void strike_op_faults(SimRank& rank, const BlockInfo& op);
   void block(SimRank& rank, Nanos deadline);  // rank.block says in what
   // wait()'s rare exits: a dead peer the work needs or a stuck run (throws then; returns when

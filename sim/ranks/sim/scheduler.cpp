@@ -44,10 +44,13 @@ void Scheduler::ready(boost::fibers::context* fiber, SimRank* rank) noexcept {
 }
 
 void Scheduler::awakened(boost::fibers::context* ctx) noexcept {
+  if (ctx->is_context(boost::fibers::type::dispatcher_context)) {
+    dispatcher_ = ctx;
+    return;
+  }
   SimRank* rank = engine_.take_waking();
   if (rank == nullptr) {
-    // Not woken by the engine: the main fiber, Boost's dispatcher, or a rank's fiber that Boost
-    // woke on its own.
+    // Not woken by the engine: the main fiber, or a rank's fiber that Boost woke on its own.
     if (auto* props = static_cast<RankProps*>(ctx->get_properties())) rank = props->rank;
   }
   ready_.push_back(Ready{ctx, rank, rank != nullptr ? rank->stack_mark : nullptr});
@@ -88,6 +91,11 @@ void Scheduler::prefetch_ahead() const noexcept {
 }
 
 boost::fibers::context* Scheduler::pick_next() noexcept {
+  if (dispatcher_ != nullptr && (free_ended_ || ready_.empty())) {
+    free_ended_ = false;
+    engine_.switching_to(dispatcher_, nullptr);
+    return std::exchange(dispatcher_, nullptr);
+  }
   if (ready_.empty()) return nullptr;
   if (seeded_ && ready_.size() > 1) {
     // A seeded interleaving: any ready rank may go next. Swapping the choice to the front keeps

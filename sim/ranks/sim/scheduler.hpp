@@ -32,7 +32,9 @@ class Scheduler final : public boost::fibers::algo::algorithm {
 
   void awakened(boost::fibers::context* ctx) noexcept override;
   boost::fibers::context* pick_next() noexcept override;
-  bool has_ready_fibers() const noexcept override { return !ready_.empty(); }
+  bool has_ready_fibers() const noexcept override {
+    return !ready_.empty() || dispatcher_ != nullptr;
+  }
   void suspend_until(std::chrono::steady_clock::time_point const&) noexcept override;
   void notify() noexcept override {}
 
@@ -41,6 +43,9 @@ class Scheduler final : public boost::fibers::algo::algorithm {
   // blocked in the engine is in no Boost queue. One miss less per member of a collective at
   // 16,384 ranks.
   void ready(boost::fibers::context* fiber, SimRank* rank) noexcept;
+  // The running rank's fiber is ending: Boost's dispatcher goes next, to free it (see
+  // fiber_end.hpp), and then the ranks in their order.
+  void free_ended_next() noexcept { free_ended_ = true; }
 
  private:
   // From here on the ranks' stacks and records no longer fit in a core's 2 MiB L2: prefetching
@@ -50,7 +55,7 @@ class Scheduler final : public boost::fibers::algo::algorithm {
 
   struct Ready {
     boost::fibers::context* fiber;
-    SimRank* rank;           // null: not a rank's fiber (the main fiber, Boost's dispatcher)
+    SimRank* rank;           // null: not a rank's fiber (the main fiber)
     const char* stack_mark;  // its SimRank's, read here while wake() has that line in cache
   };
   // Starts loading what the rank `ahead` places down the queue will touch when it runs.
@@ -58,6 +63,12 @@ class Scheduler final : public boost::fibers::algo::algorithm {
 
   Engine& engine_;
   std::deque<Ready> ready_;
+  // Boost's dispatcher, kept out of the queue: it frees ended fibers and, when nothing else is
+  // ready, asks us to wait (suspend_until, where the engine moves the virtual clock). It runs
+  // when a fiber has ended or the queue is empty, not once per turn of the queue as it would in
+  // it.
+  boost::fibers::context* dispatcher_ = nullptr;
+  bool free_ended_ = false;
   ranks::detail::Rng rng_;
   bool seeded_;
   bool prefetch_;

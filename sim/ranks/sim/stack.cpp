@@ -9,6 +9,7 @@
 #include <new>
 
 #include "ranks/errors.hpp"
+#include "ranks/sim/fiber_end.hpp"
 #include "ranks/sim/prefetch.hpp"
 
 namespace ranks::sim::detail {
@@ -30,22 +31,20 @@ constexpr size_t slot_skew = 4096;
 // fixed distance below its top (Boost's control block, then ~1 KiB of frames); with every top at
 // the same page offset those lines of all ranks compete for the same quarter of a cache's sets
 // (which sets a line goes to is given by its offset within the page, in L1 and in every level
-// the kernel's random page frames feed). Four offsets, each keeping control block and frames in
-// the top page, spread them over the whole page: a 512-rank all_reduce ran 31 % faster
-// (reports/simulator.md, session 16).
-constexpr std::array<size_t, 4> top_offsets = {0, 768, 1536, 2240};
+// the kernel's random page frames feed). Four offsets spread them over the whole page: a
+// 512-rank all_reduce ran 31 % faster (reports/simulator.md, session 16). Each leaves the control
+// block and the frames of a rank blocked in an op (~1.9 KiB) in the top page: at 2,240, a quarter
+// of a 4,096-rank run's stacks wrote a second page (session 24, counting page faults).
+constexpr std::array<size_t, 4> top_offsets = {0, 576, 1152, 1728};
 
-constexpr size_t hot_pages = 2;
+// The pages below its top that every rank writes: the top one, and the next only where the
+// rank's fiber ends on its own stack (fiber_end.hpp: Boost's terminate() goes 5 KiB deep).
+constexpr size_t hot_pages = FiberEnd::enabled() ? 1 : 2;
 
 // What making a fiber writes below its stack's top: Boost's control block (the context, with
 // the rank's function) on a 256-byte boundary, the Boost.Context record under it, and the
 // first frame.
 constexpr size_t top_bytes_written = 768;
-
-// What freeing a finished fiber reads below its stack's top: the above and the frames in which
-// terminate() switched away for the last time (1,280 bytes took the joins of 4,096 fibers from
-// 1.1 to 0.8 ms; 768 to 0.95, 1,792 to 0.9).
-constexpr size_t top_bytes_finished = 1280;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
@@ -70,11 +69,9 @@ StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
 
 void StackPool::populate_tops(size_t page) {
 #ifdef MADV_POPULATE_WRITE
-  // Every rank writes the top two pages of its stack: Boost's control block and the hot frames
-  // in the first, and Boost's terminate() in the second (its spinlock's 5 KiB frame). Populating
-  // them here, one call per stack, spares each page its own fault: 3-4 % of a 4,096-rank run
-  // (reports/simulator.md, session 14). A kernel older than 5.14 refuses the call; the pages then
-  // fault in as before.
+  // Populating the pages every rank writes here, one call per stack, spares each page its own
+  // fault: 3-4 % of a 4,096-rank run (reports/simulator.md, session 14). A kernel older than 5.14
+  // refuses the call; the pages then fault in as before.
   const size_t bytes = std::min(hot_pages * page, stack_bytes_ - page);
   for (size_t i = 0; i < count_; ++i) {
     if (madvise(base_ + (i + 1) * stack_bytes_ - bytes, bytes, MADV_POPULATE_WRITE) != 0) return;
@@ -112,10 +109,6 @@ char* StackPool::top_of(size_t slot) const {
 void StackPool::prefetch_top(size_t ahead) const noexcept {
   if (!free_.empty() || next_ + ahead >= count_) return;
   prefetch_range(top_of(next_ + ahead) - top_bytes_written, top_bytes_written);
-}
-
-void StackPool::prefetch_finished(size_t slot) const noexcept {
-  if (slot < next_) prefetch_range(top_of(slot) - top_bytes_finished, top_bytes_finished);
 }
 
 void StackPool::deallocate(boost::context::stack_context& sctx) noexcept {

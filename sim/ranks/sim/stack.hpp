@@ -20,10 +20,6 @@ class StackPool {
   // write that fiber's control block: the pages were populated long before, so their lines are
   // no longer cached, and a world's fibers are made one after another.
   void prefetch_top(size_t ahead) const noexcept;
-  // Starts loading what freeing the finished fiber on `slot` reads: Boost resumes it once more
-  // to unwind it, at the top of its stack (its control block, Boost.Context's record, and the
-  // frames terminate() left). A run's fibers finish and are joined in the order they were made.
-  void prefetch_finished(size_t slot) const noexcept;
   void deallocate(boost::context::stack_context&) noexcept;
 
  private:
