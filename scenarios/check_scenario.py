@@ -8,7 +8,8 @@
 
 Checks: the outcome; the exit status (0 exactly when the outcome is ok); each --expect
 (a dotted path into the JSON report = a value; "@where:TAG" stands for the file:line of the
-source line marked "// @where:TAG"); --contains (a substring of the message); --cycle; and that
+source line marked "// @where:TAG"); --contains (a substring of the message); --printed (a
+substring of what the program wrote to stdout, report aside); --cycle; and that
 two runs write byte-identical reports and traces (the simulator is deterministic).
 """
 import argparse
@@ -42,6 +43,7 @@ def main():
     parser.add_argument("--outcome", required=True)
     parser.add_argument("--expect", action="append", default=[])
     parser.add_argument("--contains", action="append", default=[])
+    parser.add_argument("--printed", action="append", default=[])
     parser.add_argument("--cycle")
     parser.add_argument("sim_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -82,6 +84,9 @@ def main():
         for part in args.contains:
             if part not in report["message"]:
                 failures.append(f"the message lacks {part!r}")
+        for part in args.printed:
+            if part not in done.stdout:
+                failures.append(f"stdout lacks {part!r}")
         if args.cycle is not None:
             want = [int(r) for r in args.cycle.split(",")] if args.cycle else []
             if report["cycle"] != want:

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -107,6 +108,22 @@ std::string_view after_last_op(const SimRank& rank) {
   return after_last_op_to(text, rank);
 }
 
+// What the ranks printed that stdio still holds. The process dies of the signal (or leaves with
+// _exit) without flushing it, so every rank's output since the last flush would be lost, where in
+// a real run only the dying rank's is. fflush() is not async-signal-safe (it takes the stream's
+// lock, which the interrupted rank may hold); glibc's FILE keeps the pending bytes between two
+// public pointers, and write(2) can send them as they are.
+void write_pending_stdout() {
+#ifdef __GLIBC__
+  const char* begin = stdout->_IO_write_base;
+  const char* end = stdout->_IO_write_ptr;
+  if (begin != nullptr && end > begin) {
+    write_all(STDOUT_FILENO, begin, static_cast<size_t>(end - begin));
+    stdout->_IO_write_ptr = stdout->_IO_write_base;  // sent: an exit must not send it again
+  }
+#endif
+}
+
 // The report as the engine would write it, from a signal handler: the JSON to the report path
 // (when there is one), the human text to stdout. `culprit` (the running rank, if any) gets
 // `culprit_state` and `culprit_error`; every other rank its row as it stood.
@@ -147,6 +164,7 @@ void write_last_words(Engine* engine, const SimRank* culprit, std::string_view o
       ::close(fd);
     }
   }
+  write_pending_stdout();
   out.fd = STDOUT_FILENO;
   out.used = 0;
   out.format("\nranks sim: outcome {} ({} ranks, seed {}, virtual time {} ns)\n", outcome,
