@@ -59,7 +59,8 @@ FiberEnd::FiberEnd() : previous_(this_thread_end) {
     scratch_ = static_cast<char*>(scratch);
     scratch_bytes_ = scratch_bytes;
     // A guard page under it: should Boost ever go deeper, a fault here and not a corruption.
-    mprotect(scratch_, static_cast<size_t>(sysconf(_SC_PAGESIZE)), PROT_NONE);
+    guard_bytes_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    mprotect(scratch_, guard_bytes_, PROT_NONE);
   }
   this_thread_end = this;
 }
@@ -81,10 +82,9 @@ boost::context::fiber FiberEnd::end(boost::fibers::context* fiber) noexcept {
     return __real__ZN5boost6fibers7context9terminateEv(fiber);
   }
   lent_ = true;
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   boost::context::stack_context stack;
   stack.sp = scratch_ + scratch_bytes_;
-  stack.size = scratch_bytes_ - page;
+  stack.size = scratch_bytes_ - guard_bytes_;
   // terminate() switches away and returns only when Boost frees the fiber, with the context that
   // freed it: what worker_context must return so that Boost.Context frees the fiber's own stack
   // and goes back there. The scratch fiber then ends, handing control back to this stack.

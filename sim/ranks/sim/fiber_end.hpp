@@ -48,6 +48,7 @@ class FiberEnd {
  private:
   char* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  size_t guard_bytes_ = 0;
   bool lent_ = false;
   boost::fibers::context* expected_ = nullptr;
   FiberEnd* previous_;
