@@ -30,21 +30,31 @@ void prefetch_operand(size_t r, size_t ranks, Pick tensor_of) {
   if (r + stage < ranks) prefetch_range(tensor_of(r + stage).data_ptr(), kPrefetchLine);
 }
 
-// Folds the tensors picked by `input(r)` over the ranks in order into a new tensor.
-template <class Pick>
-Tensor fold(size_t ranks, ReduceOp op, Pick input) {
-  Tensor acc = input(0).clone();
+// Folds rank 0's tensor `first` and the bytes of ranks 1.. (bytes_of(r), of the same dtype and
+// size) in rank order into a new tensor; prefetch(r) starts loading what rank r will be read
+// from a few ranks early.
+template <class Bytes, class Prefetch>
+Tensor fold(size_t ranks, ReduceOp op, const Tensor& first, Bytes bytes_of, Prefetch prefetch) {
+  Tensor acc = first.clone();
   const ranks::detail::Reducer reduce = ranks::detail::reducer_for(acc.dtype(), op);
   if (acc.numel() > 0) {
     for (size_t r = 1; r < ranks; ++r) {
-      prefetch_operand(r, ranks, input);
-      reduce(acc.data_ptr(), input(r).data_ptr(), acc.numel());
+      prefetch(r);
+      reduce(acc.data_ptr(), bytes_of(r), acc.numel());
     }
   }
   if (op == ReduceOp::Mean) {
     ranks::detail::divide_by(acc.data_ptr(), acc.numel(), acc.dtype(), static_cast<int64_t>(ranks));
   }
   return acc;
+}
+
+// fold() over the tensors picked by `input(r)`.
+template <class Pick>
+Tensor fold(size_t ranks, ReduceOp op, Pick input) {
+  return fold(
+      ranks, op, input(0), [&](size_t r) { return input(r).data_ptr(); },
+      [&](size_t r) { prefetch_operand(r, ranks, input); });
 }
 
 void check_all_to_all(const std::vector<const OpRequest*>& requests) {
@@ -104,7 +114,8 @@ std::vector<std::vector<Tensor>> inputs_to_read(const std::vector<const OpReques
 }  // namespace
 
 void execute_collective(OpKind op, ReduceOp reduce_op, int root,
-                        const std::vector<const OpRequest*>& requests, bool move_data) {
+                        const std::vector<const OpRequest*>& requests,
+                        const std::vector<OperandBytes>& operands, bool move_data) {
   const size_t n = requests.size();
   const auto rooted = static_cast<size_t>(root);
   if (op == OpKind::AllToAll) check_all_to_all(requests);
@@ -120,11 +131,16 @@ void execute_collective(OpKind op, ReduceOp reduce_op, int root,
     case OpKind::Recv:
       return;
     case OpKind::AllReduce: {
-      Tensor acc =
-          fold(n, reduce_op, [&](size_t r) -> const Tensor& { return requests[r]->inputs[0]; });
+      // Every rank's one tensor, in place (op.hpp), of one dtype and size (agree() at arrival):
+      // the operands' bytes are all this needs of the requests but the first.
+      Tensor acc = fold(
+          n, reduce_op, requests[0]->inputs[0], [&](size_t r) { return operands[r].input; },
+          [&](size_t r) {
+            if (r + stage < n) prefetch_range(operands[r + stage].input, kPrefetchLine);
+          });
       for (size_t r = 0; r < n; ++r) {
-        prefetch_operand(r, n, [&](size_t k) -> const Tensor& { return out(k, 0); });
-        copy(out(r, 0), acc);
+        if (r + stage < n) prefetch_range(operands[r + stage].output, kPrefetchLine);
+        if (acc.nbytes() > 0) std::memcpy(operands[r].output, acc.data_ptr(), acc.nbytes());
       }
       return;
     }

@@ -110,7 +110,10 @@ inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
   } else {
     pending.first = me;
   }
-  pending.arrivals[static_cast<size_t>(me)] = Arrival{std::move(work)};
+  TensorList& outputs = work->request.outputs;
+  const OperandBytes operands{request.inputs.empty() ? nullptr : request.inputs[0].data_ptr(),
+                              outputs.empty() ? nullptr : outputs[0].data_ptr()};
+  pending.arrivals[static_cast<size_t>(me)] = Arrival{std::move(work), operands};
   if (++pending.arrived == size()) finish(seq, pending);
 }
 
@@ -141,14 +144,19 @@ bool SimGroup::rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& wor
 
 void SimGroup::finish(uint64_t seq, Pending& pending) {
   std::vector<const OpRequest*>& requests = request_scratch_;
+  std::vector<OperandBytes>& operands = operand_scratch_;
   requests.clear();
-  for (const Arrival& arrival : pending.arrivals) requests.push_back(&arrival.work->request);
+  operands.clear();
+  for (const Arrival& arrival : pending.arrivals) {
+    requests.push_back(&arrival.work->request);
+    operands.push_back(arrival.operands);
+  }
   const OpRequest& first = *requests.front();
   const bool moves = pending.arrivals[static_cast<size_t>(pending.first)].work->moves_data;
   std::exception_ptr error;
   try {
     if (moves || first.kind == OpKind::AllToAll) {
-      execute_collective(first.kind, first.reduce_op, first.root, requests, moves);
+      execute_collective(first.kind, first.reduce_op, first.root, requests, operands, moves);
     }
   } catch (const Mismatch& e) {
     error = std::make_exception_ptr(Mismatch(fmt::format(

@@ -71,6 +71,15 @@ inline const char* work_block(const SimWork* work) {
   return reinterpret_cast<const char*>(work) - kWorkCountBytes;
 }
 
+// Where a member's first input and first output keep their bytes (null where it has none),
+// taken when it arrives at a collective, while its request is in cache. At 16,384 ranks the
+// last arrival would otherwise read two or three lines of every member's request, long out of
+// cache, only to find an all_reduce's 8 bytes.
+struct OperandBytes {
+  const void* input = nullptr;
+  void* output = nullptr;
+};
+
 // One simulated group, shared by all its members.
 class SimGroup {
  public:
@@ -113,6 +122,7 @@ class SimGroup {
  private:
   struct Arrival {
     std::shared_ptr<SimWork> work;
+    OperandBytes operands;
   };
   struct Pending {
     int arrived = 0;
@@ -158,7 +168,9 @@ class SimGroup {
   // Arrival vectors of finished collectives, kept for reuse: a collective on 16,384 ranks would
   // otherwise allocate (and fault in) a fresh multi-megabyte vector every time.
   std::vector<std::vector<Arrival>> spare_slots_;
-  std::vector<const OpRequest*> request_scratch_;  // reused: a fresh one per collective costs
+  // What finish() hands execute_collective, reused: fresh ones per collective cost allocations.
+  std::vector<const OpRequest*> request_scratch_;
+  std::vector<OperandBytes> operand_scratch_;
   std::vector<Mailbox> mailboxes_;
 };
 
@@ -208,10 +220,11 @@ Nanos collective_cost(const Engine& engine, const SimGroup& group, const OpReque
 Nanos message_cost(const Engine& engine, const SimGroup& group, int src, int dst, size_t bytes);
 
 // Computes a matched collective's results into the arrivals' output tensors (one request per
-// group rank, in group-rank order). Reductions fold in rank order, so results are exact and
-// the same on every run. With move_data false only the cross-rank size checks run. Throws
-// Mismatch when all_to_all's per-pair sizes disagree.
+// group rank, in group-rank order; `operands` the same ranks' OperandBytes). Reductions fold in
+// rank order, so results are exact and the same on every run. With move_data false only the
+// cross-rank size checks run. Throws Mismatch when all_to_all's per-pair sizes disagree.
 void execute_collective(OpKind op, ReduceOp reduce_op, int root,
-                        const std::vector<const OpRequest*>& requests, bool move_data);
+                        const std::vector<const OpRequest*>& requests,
+                        const std::vector<OperandBytes>& operands, bool move_data);
 
 }  // namespace ranks::sim::detail

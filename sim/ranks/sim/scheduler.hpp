@@ -6,9 +6,9 @@
 #include <boost/fiber/algo/algorithm.hpp>
 #include <boost/fiber/context.hpp>
 #include <boost/fiber/properties.hpp>
-#include <deque>
 
 #include "ranks/context.hpp"
+#include "ranks/sim/ring_queue.hpp"
 
 namespace ranks::sim::detail {
 
@@ -62,7 +62,7 @@ class Scheduler final : public boost::fibers::algo::algorithm {
   void prefetch_ahead() const noexcept;
 
   Engine& engine_;
-  std::deque<Ready> ready_;
+  RingQueue<Ready> ready_;
   // Boost's dispatcher, kept out of the queue: it frees ended fibers and, when nothing else is
   // ready, asks us to wait (suspend_until, where the engine moves the virtual clock). It runs
   // when a fiber has ended or the queue is empty, not once per turn of the queue as it would in
