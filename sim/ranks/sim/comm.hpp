@@ -72,9 +72,10 @@ inline const char* work_block(const SimWork* work) {
 }
 
 // Where a member's first input and first output keep their bytes (null where it has none),
-// taken when it arrives at a collective, while its request is in cache. At 16,384 ranks the
-// last arrival would otherwise read two or three lines of every member's request, long out of
-// cache, only to find an all_reduce's 8 bytes.
+// taken when it arrives at a collective, while its request is in cache. An all_reduce is
+// computed through these alone: at 16,384 ranks the last arrival would otherwise read two or
+// three lines of every member's request, long out of cache, only to find its 8 bytes. (The
+// other collectives still read the requests: lists of tensors, rarer at that scale.)
 struct OperandBytes {
   const void* input = nullptr;
   void* output = nullptr;
