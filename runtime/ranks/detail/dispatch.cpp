@@ -50,7 +50,7 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
   return impl;
 }
 
-Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
+void prepare_dispatch(GroupImpl& group, OpRequest& request, const std::source_location& where) {
   if (group.capabilities != nullptr) {
     if (!group.capabilities->allows(request)) reject_if_unsupported(group, request, where);
     // allows() has checked that the op's tensors share one device type: the first says it.
@@ -69,7 +69,6 @@ Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location&
   request.seq =
       is_point_to_point(request.kind) ? group.next_p2p_seq++ : group.next_collective_seq++;
   request.timeout = group.timeout;
-  return group.backend->submit(std::move(request));
 }
 
 }  // namespace ranks::detail

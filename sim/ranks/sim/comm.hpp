@@ -145,7 +145,11 @@ class SimGroup {
   // Fails the collective when the work's call differs from the first arrival's (out of line:
   // arrive's frame is on every rank's stack for every op).
   [[gnu::noinline]] bool rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& work);
-  std::vector<Arrival> take_arrival_slots();
+  // A rank arriving at a collective that has already failed gets its error (out of line, for
+  // the same reason: the error's copy took a slot of arrive's frame).
+  [[gnu::noinline]] void fail_late_arrival(SimWork& work, const Pending& pending);
+  // The first arrival's: out of line, as the vector it moves took a slot of arrive's frame.
+  [[gnu::noinline]] void take_arrival_slots(Pending& pending);
   void match(Message& send, Message& recv);
 
   // Whether the emulated backend selects messages by tag (NCCL does not).
@@ -165,7 +169,13 @@ class SimGroup {
   // The collective most ranks are arriving at: in lock-step programs every arrival but the
   // first finds it here instead of walking the map.
   std::map<uint64_t, Pending>::iterator recent_ = pending_.end();
-  Pending& pending_at(uint64_t seq);
+  // Inline where it finds the collective most ranks arrive at: called from arrive(), whose
+  // deepest calls set how many stack lines every op touches.
+  Pending& pending_at(uint64_t seq) {
+    if (recent_ != pending_.end() && recent_->first == seq) return recent_->second;
+    return pending_at_new(seq);
+  }
+  [[gnu::noinline]] Pending& pending_at_new(uint64_t seq);
   // Arrival vectors of finished collectives, kept for reuse: a collective on 16,384 ranks would
   // otherwise allocate (and fault in) a fresh multi-megabyte vector every time.
   std::vector<std::vector<Arrival>> spare_slots_;

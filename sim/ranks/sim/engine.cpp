@@ -265,13 +265,15 @@ void Engine::wait(SimRank& rank, SimWork& work) {
         work.timeout.count() > 0 && now_ <= never - work.timeout ? now_ + work.timeout : never;
     rank.waiting_on = &work;
     rank.own_deadline = work.own_deadline;
-    if (rank.block_work != &work) {  // an async op waited for after others began
-      rank.block = work.info();
-      rank.block_work = &work;
-    }
+    if (rank.block_work != &work) describe_late_wait(rank, work);
     block(rank, deadline);
     if (rank.wake_error) throw_wake_error(rank, work);
   }
+}
+
+void Engine::describe_late_wait(SimRank& rank, const SimWork& work) {
+  rank.block = work.info();
+  rank.block_work = &work;
 }
 
 void Engine::refuse_to_wait(SimRank& rank, SimWork& work) {

@@ -209,6 +209,10 @@ class Engine final : public Clock {
   // the dead are not involved), and an error the rank was woken with.
   [[gnu::noinline]] void refuse_to_wait(SimRank& rank, SimWork& work);
   [[noreturn, gnu::noinline]] void throw_wake_error(SimRank& rank, SimWork& work);
+  // Points rank.block at an async op waited for after others began. Out of line: the BlockInfo
+  // it builds took 88 bytes of wait()'s frame, which is on every rank's stack at every op, and
+  // a rank-operation of a 16,384-rank run waits on each stack line it touches.
+  [[gnu::noinline]] static void describe_late_wait(SimRank& rank, const SimWork& work);
   // Ends the rank's wait for work with error: the work is withdrawn and done, the error thrown.
   [[noreturn]] void fail_wait(SimWork& work, std::exception_ptr error);
   void wake(SimRank& rank);
