@@ -27,7 +27,7 @@ constexpr size_t ahead_backend = 1;
 // all_reduce, 10 for a barrier, in this window; a window fixed below the stack's top instead
 // (the body's depth taken as the benchmark's) fetched 24 lines and missed 2: +35 % for both at
 // 16,384 ranks (reports/simulator.md, session 19). Since session 26 no call of an op reaches
-// further than 192 bytes below the mark (lackey; it was 384): the lines a wider window fetched
+// further than 192 bytes below the mark (lackey; the window was 384): the lines it fetched
 // for nothing cost 8-10 % at 16,384 ranks.
 constexpr size_t stack_bytes_below_mark = 192;
 constexpr size_t stack_bytes_above_mark = 320;
