@@ -7,6 +7,7 @@
 #include <chrono>
 #include <string>
 
+#include "failure_shapes.hpp"
 #include "gloo_harness.hpp"
 
 namespace ranks::testing {
@@ -28,16 +29,21 @@ TEST_F(GlooBackend, KilledPeerFailsTheOthers) {
     Tensor t = row_tensor(DType::Float32, rank, 1000);
     const auto start = Clock::now();
     std::string message;
+    bool lost_peer = false;
     try {
       c.run(OpKind::AllReduce, {t}, {t}, -1, ReduceOp::Sum);
       check(false, "all_reduce with a dead peer succeeded");
     } catch (const RankFailure& e) {
       message = e.what();
+      lost_peer = true;
     } catch (const Timeout& e) {
       message = e.what();
     }
     check(Clock::now() - start < deadline, "failed before the deadline: " + message);
-    check(has(message, "all_reduce on group 'world'"), message);
+    // The shape the simulator's survivors get too (FailureShape.OfADeadPeerInTheSimulator).
+    check(lost_peer ? matches(message, lost_peer_shape(rank, "all_reduce", "world"))
+                    : has(message, "all_reduce on group 'world'"),
+          message);
     std::fprintf(stderr, "rank %d saw: %s\n", rank, message.c_str());
     const auto again = Clock::now();
     std::string later = expect_error<Error>([&] { c.run(OpKind::Barrier, {}, {}); }, "later op");
@@ -68,7 +74,10 @@ TEST_F(GlooBackend, RecvNobodySendsTimesOut) {
       Work w = c.submit(OpKind::Recv, {}, {t}, 1, ReduceOp::Sum, 5);
       std::string message = expect_error<Timeout>([&] { w.wait(300ms); }, "recv");
       check(Clock::now() - start >= 300ms, "waited the whole timeout");
-      check(has(message, "rank 1 sent no message with tag 5 within 300 ms"), message);
+      check(matches(message, timeout_shape(0, "300 ms", "recv", "world", "gloo_harness.hpp:")),
+            message);
+      check(has(message, "; rank 1 has sent no message with tag 5; group 'world' is closed"),
+            message);
     } else {
       Work w = c.submit(OpKind::Recv, {}, {t}, 0, ReduceOp::Sum, 6);
       std::string message = expect_error<RankFailure>([&] { w.wait(); }, "peer's recv");
@@ -103,10 +112,11 @@ void collective_times_out(bool blocking) {
         check(w.is_completed() && w.exception() != nullptr,
               "a timed-out Work is completed and holds its error");
       }
-      check(has(message, "did not complete within 200 ms"), message);
+      check(matches(message, timeout_shape(0, "200 ms", "all_reduce", "world", "gloo_harness.hpp:")),
+            message);
       std::string later =
           expect_error<Error>([&] { c.run(blocking, OpKind::Barrier, {}, {}); }, "later op");
-      check(has(later, "failed earlier"), later);
+      check(matches(later, failed_earlier_shape("barrier", "world")), later);
     } else {
       Work w = c.submit(OpKind::Recv, {}, {t}, 0, ReduceOp::Sum, 6);
       expect_error<RankFailure>([&] { w.wait(); }, "peer's recv");

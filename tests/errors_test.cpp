@@ -466,13 +466,5 @@ TEST(Errors, ARankThatNeverJoinsIsNamed) {
       backends::join_members(store, spec, std::chrono::milliseconds(20), "gloo: joining"));
 }
 
-TEST(Errors, TimeoutsAreWrittenAsTheSimulatorWritesThem) {
-  using namespace std::chrono_literals;
-  EXPECT_EQ(backends::format_timeout(30min), "30 min");
-  EXPECT_EQ(backends::format_timeout(5s), "5 s");
-  EXPECT_EQ(backends::format_timeout(250ms), "250 ms");
-  EXPECT_EQ(backends::format_timeout(0ms), "0 ms");
-}
-
 }  // namespace
 }  // namespace ranks::testing

@@ -88,12 +88,17 @@ const BackendCapabilities nccl = [] {
                         /*matches_tags=*/false,
                         /*one_gpu_per_rank=*/true};
   c.after_timeout = AfterTimeout::RanksGroupAborted;
+  c.after_timeout_note = "the rank's NCCL communicator is aborted; make a new group to go on";
+  c.dead_peer_noticed_at_once = false;
   return c;
 }();
 const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
 const BackendCapabilities mpi = [] {
   BackendCapabilities c{"mpi", mpi_ops, all_reduce_ops, torch_sources};
   c.after_timeout = AfterTimeout::RanksCollectivesRefused;
+  c.after_timeout_note =
+      "a timed-out send or receive is cancelled, but a collective cannot be, so the rank's MPI "
+      "communicator runs no more collectives";
   return c;
 }();
 

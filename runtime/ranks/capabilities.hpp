@@ -63,6 +63,13 @@ struct BackendCapabilities {
   // communicator is bound to one device, and NCCL refuses two ranks on one.
   bool one_gpu_per_rank = false;
   AfterTimeout after_timeout = AfterTimeout::GroupClosed;
+  // What failure texts say of the group after a timeout, and what to do about it.
+  std::string_view after_timeout_note = "gloo closes a group at its first failure; make a new "
+                                        "group to go on";
+  // Whether the ranks waiting on a peer that died learn it at once (a RankFailure: gloo's
+  // connections drop, Open MPI's runtime ends the job), or only when their own op times out
+  // (NCCL sees no dead peer: its watchdog's Timeout is what the survivors get).
+  bool dead_peer_noticed_at_once = true;
 
   const OpSupport* find(OpKind op) const {
     const int8_t row = row_of_[static_cast<size_t>(op)];

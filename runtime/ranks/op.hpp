@@ -100,6 +100,12 @@ struct OpRequest {
   }
 };
 
+// The op's deadline: its own timeout, or `fallback` (its group's) when dispatch gave none.
+inline std::chrono::milliseconds timeout_or(const OpRequest& request,
+                                            std::chrono::milliseconds fallback) {
+  return request.timeout.count() > 0 ? request.timeout : fallback;
+}
+
 // What the caller knows the op by: the object collective it is part of, else its own name.
 inline std::string_view op_label(const OpRequest& request) {
   return request.api != nullptr ? std::string_view(request.api) : op_name(request.kind);

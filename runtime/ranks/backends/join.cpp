@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends {
@@ -29,17 +30,10 @@ void join_members(Store& store, const GroupSpec& spec, std::chrono::milliseconds
     }
     throw RendezvousError(fmt::format(
         "{}: {}/{} ranks joined within {}; missing: {} ({})", who,
-        spec.size() - static_cast<int>(missing.size()), spec.size(), format_timeout(timeout),
+        spec.size() - static_cast<int>(missing.size()), spec.size(), ranks::detail::format_duration(timeout),
         missing.empty() ? std::string("unknown") : fmt::format("{}", fmt::join(missing, ", ")),
         e.what()));
   }
-}
-
-std::string format_timeout(std::chrono::milliseconds timeout) {
-  const auto ms = timeout.count();
-  if (ms != 0 && ms % 60'000 == 0) return fmt::format("{} min", ms / 60'000);
-  if (ms != 0 && ms % 1'000 == 0) return fmt::format("{} s", ms / 1'000);
-  return fmt::format("{} ms", ms);
 }
 
 }  // namespace ranks::backends

@@ -17,7 +17,4 @@ namespace ranks::backends {
 void join_members(Store& store, const GroupSpec& spec, std::chrono::milliseconds timeout,
                   const std::string& who);
 
-// "30 min", "5 s", "250 ms": a timeout as error messages write it.
-std::string format_timeout(std::chrono::milliseconds timeout);
-
 }  // namespace ranks::backends

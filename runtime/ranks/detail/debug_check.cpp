@@ -1,14 +1,12 @@
 #include "ranks/detail/debug_check.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include "ranks/backend.hpp"
 #include "ranks/capabilities.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/detail/fingerprint.hpp"
 #include "ranks/errors.hpp"
 
@@ -54,11 +52,9 @@ void verify_same_call(GroupImpl& group, const OpRequest& request) {
     // The refused op still had its seq, as in the simulator; the next exchange must not reuse it
     // (gloo tags messages by seq, and a slow rank may still be receiving this one's).
     const uint64_t seq = group.next_collective_seq++;
-    throw Mismatch(fmt::format(
-        "mismatched collectives on group '{}' at seq {} (RANKS_DEBUG=detail): rank {} called {} "
-        "but rank {} called {}; they differ in {}",
-        group.spec.name, seq, members[0], describe(all[0]), members[r], describe(all[r]),
-        fmt::join(diffs, ", ")));
+    throw Mismatch(mismatch_text(group.spec.name, static_cast<int64_t>(seq), "RANKS_DEBUG=detail",
+                                 members[0], describe(all[0]), members[r], describe(all[r]),
+                                 diffs));
   }
 }
 

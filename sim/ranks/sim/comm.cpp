@@ -8,6 +8,7 @@
 #include "ranks/capabilities.hpp"
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/detail/fingerprint.hpp"
 #include "ranks/errors.hpp"
 
@@ -28,12 +29,6 @@ bool agree(const OpRequest& a, const OpRequest& b) {
   return ta->dtype() == tb->dtype() && (a.kind == OpKind::AllToAll || ta->numel() == tb->numel());
 }
 
-std::string list_ranks(const std::vector<int>& ranks) {
-  constexpr size_t shown = 16;
-  if (ranks.size() <= shown) return fmt::format("{}", fmt::join(ranks, ", "));
-  std::vector<int> head(ranks.begin(), ranks.begin() + shown);
-  return fmt::format("{} and {} more", fmt::join(head, ", "), ranks.size() - shown);
-}
 
 }  // namespace
 
@@ -135,11 +130,10 @@ bool SimGroup::rejected_as_mismatch(uint64_t seq, Pending& pending, SimWork& wor
   const auto got = ranks::detail::fingerprint_of(request);
   std::vector<std::string> diffs = ranks::detail::differences(expected, got);
   if (diffs.empty()) return false;
-  std::string message = fmt::format(
-      "mismatched collectives on group '{}' at seq {}: rank {} called {} but rank {} called {}; "
-      "they differ in {}",
-      name(), seq, global_rank(pending.first), ranks::detail::describe(expected),
-      global_rank(work.group_rank), ranks::detail::describe(got), fmt::join(diffs, ", "));
+  std::string message = ranks::detail::mismatch_text(
+      name(), static_cast<int64_t>(seq), {}, global_rank(pending.first),
+      ranks::detail::describe(expected), global_rank(work.group_rank), ranks::detail::describe(got),
+      diffs);
   engine_.note_mismatch(message);
   auto error = std::make_exception_ptr(Mismatch(std::move(message)));
   pending.failed = error;
@@ -353,21 +347,13 @@ bool SimGroup::involves(const SimWork& work, int global) const {
 }
 
 std::string SimGroup::describe_missing(const SimWork& work) const {
-  if (work.op() == OpKind::Send) {
-    return fmt::format("rank {} has posted no matching recv (tag {})", global_rank(work.peer()),
-                       work.tag());
-  }
-  if (work.op() == OpKind::Recv) {
-    if (work.peer() == any_source) {
-      return fmt::format("no rank has sent a message with tag {}", work.tag());
-    }
-    return fmt::format("rank {} has sent no message with tag {}", global_rank(work.peer()),
-                       work.tag());
+  if (is_point_to_point(work.op())) {
+    const int peer = work.peer() == any_source ? any_source : global_rank(work.peer());
+    return ranks::detail::unmatched_point_to_point(work.op(), peer, work.tag());
   }
   std::vector<int> missing = waiting_for(work);
   if (missing.empty()) return {};
-  return fmt::format("{} of {} ranks arrived; not arrived: {} {}", size() - missing.size(), size(),
-                     missing.size() == 1 ? "rank" : "ranks", list_ranks(missing));
+  return ranks::detail::not_arrived(size(), missing);
 }
 
 std::string end_unfinished(SimWork& work) {
@@ -403,8 +389,8 @@ void SimGroup::close(std::vector<std::string>& unfinished) {
 }
 
 void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
-  const std::string_view backend = engine_.options().backend;
-  const AfterTimeout rule = capabilities(backend).after_timeout;
+  const BackendCapabilities& rules = capabilities(engine_.options().backend);
+  const AfterTimeout rule = rules.after_timeout;
   if (rule != AfterTimeout::GroupClosed) {
     if (rule == AfterTimeout::RanksCollectivesRefused && is_point_to_point(timed_out.op())) {
       return;  // cancelled: the group is intact
@@ -425,11 +411,9 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
   };
   auto error_for = [&](const SimWork& w) {
     const BlockInfo info = w.info();
-    return std::make_exception_ptr(RankFailure(fmt::format(
-        "{} on group '{}' seq {} at {}: the connection to rank {} broke: {}, and {} closes a group "
-        "at its first failure",
-        info.op, name(), info.seq, where_str(info.where), global_rank(closed_by_rank_), why,
-        backend)));
+    return std::make_exception_ptr(RankFailure(ranks::detail::lost_peer_text(
+        w.owner.rank, fmt::format("rank {}", global_rank(closed_by_rank_)), why,
+        {info.op, name(), info.seq, info.where}, rules.after_timeout_note)));
   };
   std::vector<std::shared_ptr<SimWork>> failed;
   for (auto& [seq, pending] : pending_) {
@@ -456,32 +440,23 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
 }
 
 void SimGroup::check_refusal(int rank, const OpRequest& request) const {
-  const std::string_view backend = engine_.options().backend;
-  const std::string op =
-      fmt::format("{} on group '{}' at {}", op_label(request), name(), where_str(request.where));
+  const BackendCapabilities& rules = capabilities(engine_.options().backend);
+  const ranks::detail::OpPlace place = ranks::detail::place_of(request, name());
+  // What the group was left by the timeout, and what that leaves of this op.
+  auto failed_earlier = [&](const std::string& why) {
+    return ranks::detail::failed_earlier_text(ranks::detail::describe(place), name(),
+                                              fmt::format("{} ({})", why, rules.after_timeout_note));
+  };
   if (closed_by_rank_ >= 0) {
-    if (rank == closed_by_rank_) {
-      throw Timeout(fmt::format(
-          "{}: the group is closed: {} ({} closes a group at its first failure; make a new group "
-          "to go on)",
-          op, closed_by_, backend));
-    }
-    throw RankFailure(fmt::format(
-        "{}: the connection to rank {} broke: {}, and {} closes a group at its first failure", op,
-        global_rank(closed_by_rank_), closed_by_, backend));
+    if (rank == closed_by_rank_) throw Timeout(failed_earlier(closed_by_));
+    throw RankFailure(ranks::detail::lost_peer_text(
+        global_rank(rank), fmt::format("rank {}", global_rank(closed_by_rank_)), closed_by_, place,
+        rules.after_timeout_note));
   }
   if (refused_.empty() || refused_[static_cast<size_t>(rank)].empty()) return;
   const std::string& why = refused_[static_cast<size_t>(rank)];
-  if (capabilities(backend).after_timeout == AfterTimeout::RanksGroupAborted) {
-    throw Timeout(fmt::format(
-        "{}: the group's NCCL communicator was aborted: {} (make a new group to go on)", op, why));
-  }
-  if (!is_point_to_point(request.kind)) {
-    throw BackendError(fmt::format(
-        "{}: the group's MPI communicator can run no more collectives: {} (a collective cannot "
-        "be cancelled)",
-        op, why));
-  }
+  if (rules.after_timeout == AfterTimeout::RanksGroupAborted) throw Timeout(failed_earlier(why));
+  if (!is_point_to_point(request.kind)) throw BackendError(failed_earlier(why));
 }
 
 std::vector<std::string> GroupRegistry::close_all() {

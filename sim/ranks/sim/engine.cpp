@@ -1,10 +1,12 @@
 #include "ranks/sim/engine.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <boost/context/detail/exception.hpp>
 #include <boost/fiber/algo/round_robin.hpp>
 #include <boost/fiber/all.hpp>
+#include <algorithm>
 #include <numeric>
 
 #include "ranks/capabilities.hpp"
@@ -29,23 +31,6 @@ constexpr size_t fibers_made_ahead = 4;
 
 }  // namespace
 
-std::string_view format_duration_to(std::span<char, 32> out, Nanos d) {
-  const auto ns = d.count();
-  const auto write = [&](auto count, std::string_view unit) {
-    return std::string_view(out.data(),
-                            fmt::format_to_n(out.data(), out.size(), "{} {}", count, unit).size);
-  };
-  if (ns % 60'000'000'000 == 0 && ns != 0) return write(ns / 60'000'000'000, "min");
-  if (ns % 1'000'000'000 == 0 && ns != 0) return write(ns / 1'000'000'000, "s");
-  if (ns % 1'000'000 == 0 && ns != 0) return write(ns / 1'000'000, "ms");
-  return write(ns, "ns");
-}
-
-std::string format_duration(Nanos d) {
-  char text[32];
-  return std::string(format_duration_to(text, d));
-}
-
 Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
   if (options.world_size < 1) {
     throw InvalidArgument(
@@ -61,9 +46,9 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
     throw InvalidArgument(
         fmt::format("sim: timeout must be positive, got {} ms", options.timeout.count()));
   }
-  if (options.backend != "nccl" && options.backend != "gloo" && options.backend != "mpi") {
-    throw InvalidArgument(
-        fmt::format("sim: backend '{}' is not one of nccl, gloo, mpi", options.backend));
+  if (std::ranges::find(backend_names(), options.backend) == backend_names().end()) {
+    throw InvalidArgument(fmt::format("sim: backend '{}' is not one of {}", options.backend,
+                                      fmt::join(backend_names(), ", ")));
   }
   faults_ = parse_faults(options.faults, options.world_size);
   if (!options.model.empty()) cost_model_ = load_cost_model(options.model);
@@ -79,7 +64,7 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
         (options.world_size + options.ranks_per_node - 1) / options.ranks_per_node));
   }
   ranks_per_node_ = options.ranks_per_node == 0 ? options.world_size : options.ranks_per_node;
-  peers_fail_fast_ = options.backend != "nccl";
+  peers_fail_fast_ = ranks::capabilities(options.backend).dead_peer_noticed_at_once;
   for (const Fault& fault : faults_) {
     if (fault.kind == Fault::Kind::CrashAtTime) {
       events_.push(Event{fault.at, event_order_++, fault.rank, &fault, nullptr});
@@ -404,12 +389,9 @@ void Engine::crash(SimRank& rank, const Fault& fault, const std::string& where) 
 std::exception_ptr Engine::dead_peer_error(const SimRank& waiter, const SimWork& work,
                                            int dead) const {
   const BlockInfo info = work.info();
-  return std::make_exception_ptr(RankFailure(fmt::format(
-      "rank {} lost rank {} ({}) while in {} on group '{}' seq {} at {}; the {} backend reports a "
-      "dead peer at once",
-      waiter.rank, dead, ranks_[static_cast<size_t>(dead)]->error, info.op,
-      info.group ? *info.group : "", info.seq, ranks::detail::where_str(info.where),
-      options_.backend)));
+  return std::make_exception_ptr(RankFailure(ranks::detail::lost_peer_text(
+      waiter.rank, fmt::format("rank {}", dead), ranks_[static_cast<size_t>(dead)]->error, place_of(info),
+      fmt::format("the {} backend reports a dead peer at once", options_.backend))));
 }
 
 void Engine::fail_waiters_on(int dead) {
@@ -505,15 +487,11 @@ void Engine::fire_deadlines(Nanos time) {
     std::string waiting_for;
     if (work != nullptr) {
       waiting_for = work->group.describe_missing(*work);
-      if (!waiting_for.empty()) {
-        waiting_for = "; " + waiting_for + whereabouts_of(work->group.waiting_for(*work));
-      }
+      if (!waiting_for.empty()) waiting_for += whereabouts_of(work->group.waiting_for(*work));
     }
     rank->wake_error = std::make_exception_ptr(Timeout(
-        fmt::format("rank {} timed out after {} in {} on group '{}' seq {} at {}{}", rank->rank,
-                    format_duration(work ? work->timeout : Nanos{0}), rank->block.op,
-                    rank->block.group ? *rank->block.group : "", rank->block.seq,
-                    ranks::detail::where_str(rank->block.where), waiting_for)));
+        ranks::detail::timeout_text(rank->rank, work ? work->timeout : Nanos{0},
+                                    place_of(rank->block), {}, waiting_for, {})));
   }
   // What each timeout leaves of its group on the emulated backend (after every wake error is
   // set, so that ranks timing out together each keep their own Timeout).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ranks/context.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
@@ -49,10 +50,8 @@ class Scheduler;
 // SimRank's first line holds all that waking a rank reads and writes.
 enum class RankState : uint8_t { Runnable, Blocked, Finished, Failed, Crashed, Stuck };
 
-// "30 min", "2 s", "15 ms" or "123 ns": the largest unit that divides the duration.
-std::string format_duration(std::chrono::nanoseconds d);
-// The same into out (a signal handler's buffer: no allocation); 32 chars hold any duration.
-std::string_view format_duration_to(std::span<char, 32> out, std::chrono::nanoseconds d);
+using ranks::detail::format_duration;
+using ranks::detail::format_duration_to;  // into a signal handler's buffer: no allocation
 struct SimRank;
 // Engine::after_last_op() into out (crash_report.cpp).
 std::string_view after_last_op_to(std::span<char, 1024> out, const SimRank& rank);
@@ -72,6 +71,12 @@ struct BlockInfo {
   int64_t count = -1;  // element count of the tensor that describes the op; -1: no tensor
   DType dtype = DType::Float32;
 };
+
+// Where the op stands, as failure texts place it (detail/failure_text.hpp).
+inline ranks::detail::OpPlace place_of(const BlockInfo& info) {
+  return {info.op, info.group ? std::string_view(*info.group) : std::string_view(), info.seq,
+          info.where};
+}
 
 // Cache-line aligned, with what every op reads or writes first and the context's own hot fields
 // right after: a rank-operation of a large run waits on each line it touches.

@@ -13,13 +13,11 @@
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/error_kind.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/detail/stuck_peers.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::gloo::detail {
-
-using ranks::detail::same_kind;
-using ranks::detail::what_of;
 
 namespace {
 
@@ -43,20 +41,15 @@ Communicator::Communicator(GroupSpec spec, std::shared_ptr<::gloo::Context> cont
       default_timeout_(default_timeout) {}
 
 std::chrono::milliseconds Communicator::timeout_of(const OpRequest& request) const {
-  return request.timeout.count() > 0 ? request.timeout : default_timeout_;
+  return timeout_or(request, default_timeout_);
 }
 
 std::string Communicator::describe(const OpRequest& request) const {
-  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_label(request),
-                     spec_.name, spec_.rank, spec_.size(), request.seq,
-                     ranks::detail::where_str(request.where));
+  return ranks::detail::describe(ranks::detail::place_of(request, spec_.name));
 }
 
 std::string Communicator::peer_name(int group_rank) const {
-  if (group_rank < 0 || group_rank >= spec_.size()) return "another rank of the group";
-  const int global = spec_.global_ranks()[static_cast<size_t>(group_rank)];
-  if (spec_.name == "world") return fmt::format("rank {}", global);
-  return fmt::format("group rank {} (global rank {})", group_rank, global);
+  return ranks::detail::peer_name(spec_, group_rank);
 }
 
 int Communicator::peer_in(const std::string& text) const {
@@ -75,24 +68,18 @@ int Communicator::peer_in(const std::string& text) const {
 
 std::string Communicator::timeout_message(const OpRequest& request,
                                           std::chrono::milliseconds waited) const {
-  const std::string op = describe(request);
-  const auto ms = waited.count();
-  if (request.kind == OpKind::Recv) {
-    if (request.root == any_source) {
-      return fmt::format("{}: no rank sent a message with tag {} within {} ms", op, request.tag,
-                         ms);
-    }
-    return fmt::format("{}: {} sent no message with tag {} within {} ms", op,
-                       peer_name(request.root), request.tag, ms);
+  std::string waits_for =
+      "gloo cannot tell which ranks have not arrived (`ranks sim --backend gloo` names them)";
+  if (is_point_to_point(request.kind)) {
+    const int peer = request.root == any_source || request.root < 0 || request.root >= size()
+                         ? any_source
+                         : spec_.global_ranks()[static_cast<size_t>(request.root)];
+    waits_for = ranks::detail::unmatched_point_to_point(request.kind, peer, request.tag);
   }
-  if (request.kind == OpKind::Send) {
-    return fmt::format("{}: {} posted no matching recv (tag {}) within {} ms", op,
-                       peer_name(request.root), request.tag, ms);
-  }
-  return fmt::format(
-      "{}: did not complete within {} ms: some rank of the group has not called it, or is stuck "
-      "before it",
-      op, ms);
+  return ranks::detail::timeout_text(spec_.global_ranks()[static_cast<size_t>(spec_.rank)],
+                                     waited, ranks::detail::place_of(request, spec_.name),
+                                     "gloo backend", waits_for,
+                                     fmt::format("group '{}' is closed", spec_.name));
 }
 
 std::exception_ptr Communicator::translate(const OpRequest& request, std::exception_ptr thrown,
@@ -105,17 +92,17 @@ std::exception_ptr Communicator::translate(const OpRequest& request, std::except
   } catch (const ::gloo::IoException& e) {
     const std::string text = e.what();
     if (is_timeout_text(text)) {
-      return std::make_exception_ptr(Timeout(
-          fmt::format("{}; group '{}' is closed (gloo: {})",
-                      timeout_message(request, waited.count() > 0 ? waited : timeout_of(request)),
-                      spec_.name, text)));
+      return std::make_exception_ptr(Timeout(fmt::format(
+          "{} (gloo: {})",
+          timeout_message(request, waited.count() > 0 ? waited : timeout_of(request)), text)));
     }
     int peer = is_point_to_point(request.kind) && request.root != any_source ? request.root
                                                                              : peer_in(text);
-    return std::make_exception_ptr(RankFailure(fmt::format(
-        "{}: the connection to {} broke: that process died, or gave up on group '{}' after an "
-        "error of its own (gloo: {})",
-        op, peer_name(peer), spec_.name, text)));
+    return std::make_exception_ptr(RankFailure(ranks::detail::broken_connection_text(
+        op, peer_name(peer),
+        fmt::format("that process died, or gave up on group '{}' after an error of its own (gloo: "
+                    "{})",
+                    spec_.name, text))));
   } catch (const ::gloo::EnforceNotMet& e) {
     return std::make_exception_ptr(BackendError(fmt::format("{}: gloo failed: {}", op, e.what())));
   } catch (const std::exception& e) {
@@ -144,14 +131,13 @@ std::exception_ptr Communicator::time_out(const OpRequest& request,
   {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return !timing_out_; });
-    if (failure_ != nullptr) {
+    if (!failure_.empty()) {
       lock.unlock();
       return failure_for(request);
     }
     timing_out_ = true;
   }
-  std::exception_ptr error = std::make_exception_ptr(Timeout(
-      fmt::format("{}; group '{}' is closed", timeout_message(request, timeout), spec_.name)));
+  std::exception_ptr error = std::make_exception_ptr(Timeout(timeout_message(request, timeout)));
   try {
     error = with_stuck_peers(request, error, timeout);
     record(error, &request);
@@ -184,10 +170,7 @@ void Communicator::abandon(const std::string& why) {
 bool Communicator::record(std::exception_ptr error, const OpRequest* request) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_ != nullptr) return false;
-    failure_ = error;
-    failure_text_ = what_of(error);
-    if (request != nullptr) failed_op_.emplace(request->kind, request->seq);
+    if (!failure_.record(error, request)) return false;
     for (auto [buffer, is_send] : waiting_) {
       if (is_send) {
         buffer->abortWaitSend();
@@ -203,11 +186,7 @@ bool Communicator::record(std::exception_ptr error, const OpRequest* request) {
 
 std::exception_ptr Communicator::failure_for(const OpRequest& request) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (failure_ == nullptr) return nullptr;
-  if (failed_op_ == std::make_pair(request.kind, request.seq)) return failure_;
-  return same_kind(failure_, fmt::format("{}: group '{}' failed earlier and can no longer be used: "
-                                         "{}",
-                                         describe(request), spec_.name, failure_text_));
+  return failure_.for_op(request, describe(request), spec_.name);
 }
 
 void Communicator::abort_transport() {
@@ -233,7 +212,7 @@ int Communicator::in_flight() const {
 
 bool Communicator::begin_wait(::gloo::transport::UnboundBuffer* buffer, bool is_send) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (failure_ != nullptr) return false;
+  if (!failure_.empty()) return false;
   waiting_.emplace_back(buffer, is_send);
   return true;
 }

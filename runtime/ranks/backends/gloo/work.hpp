@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ranks/backend.hpp"
+#include "ranks/detail/group_failure.hpp"
 #include "ranks/op.hpp"
 #include "ranks/work.hpp"
 
@@ -66,11 +67,12 @@ class Communicator {
   // The op's deadline: its own timeout, or the group's when dispatch gave none.
   std::chrono::milliseconds timeout_of(const OpRequest& request) const;
 
-  // "all_reduce on group 'world' (rank 1 of 4, seq 3) at file.cpp:42"
+  // "all_reduce on group 'world' seq 3 at file.cpp:42"
   std::string describe(const OpRequest& request) const;
   // "rank 2" on the world; "group rank 1 (global rank 3)" on a sub-group.
   std::string peer_name(int group_rank) const;
-  // What a timeout of request after `waited` means, e.g. "... rank 2 sent no message with tag 7".
+  // The Timeout text of request after `waited` (detail/failure_text.hpp), e.g. "rank 1 timed out
+  // after 200 ms in recv ...; rank 2 has sent no message with tag 7; group 'world' is closed".
   std::string timeout_message(const OpRequest& request, std::chrono::milliseconds waited) const;
 
   // Turns what an op threw (a gloo exception or a ranks error) into the ranks error to report,
@@ -127,9 +129,9 @@ class Communicator {
   template <class F>
   Wake wait_until(std::chrono::steady_clock::time_point deadline, F&& done) {
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_until(lock, deadline, [&] { return done() || failure_ != nullptr; });
+    changed_.wait_until(lock, deadline, [&] { return done() || !failure_.empty(); });
     if (done()) return Wake::Done;
-    return failure_ ? Wake::Failed : Wake::TimedOut;
+    return failure_.empty() ? Wake::TimedOut : Wake::Failed;
   }
 
   // Keeps a finished collective's gloo options (and so its unbound buffers) until the group's
@@ -174,11 +176,7 @@ class Communicator {
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::exception_ptr failure_;  // the first failure, as reported to its op
-  std::string failure_text_;
-  // Which op failed first (kind and seq identify an op within a group), so that it reports its
-  // own error rather than "failed earlier".
-  std::optional<std::pair<OpKind, uint64_t>> failed_op_;
+  ranks::detail::GroupFailure failure_;
   int in_flight_ = 0;
   bool timing_out_ = false;  // a time_out is waiting for the others' records
   std::vector<std::pair<::gloo::transport::UnboundBuffer*, bool>> waiting_;

@@ -13,6 +13,8 @@
 #include "ranks/detail/adjacent.hpp"
 #include "ranks/detail/group_agreement.hpp"
 #include "ranks/detail/reduce.hpp"
+#include "ranks/capabilities.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::mpi {
@@ -213,10 +215,9 @@ Work start(const std::shared_ptr<Comm>& comm, OpRequest&& request) {
   check_request(*comm, request);
   if (!is_point_to_point(request.kind)) {
     if (std::string why = comm->broken(); !why.empty()) {
-      throw BackendError(
-          fmt::format("{}: the group's MPI communicator can run no more "
-                      "collectives: {}",
-                      prefix(*comm, request), why));
+      throw BackendError(ranks::detail::failed_earlier_text(
+          describe(*comm, request), comm->name,
+          fmt::format("{} ({})", why, capabilities("mpi").after_timeout_note)));
     }
   }
   if (runs_blocking(request)) return run_blocking(comm, std::move(request));

@@ -8,6 +8,7 @@
 
 #include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::mpi {
@@ -39,14 +40,6 @@ bool finalized() {
   int flag = 0;
   MPI_Finalized(&flag);
   return flag != 0;
-}
-
-// A configured timeout in the simulator's words ("200 ms", "30 min").
-std::string format_timeout(std::chrono::milliseconds t) {
-  auto ms = t.count();
-  if (ms != 0 && ms % 60'000 == 0) return fmt::format("{} min", ms / 60'000);
-  if (ms != 0 && ms % 1'000 == 0) return fmt::format("{} s", ms / 1'000);
-  return fmt::format("{} ms", ms);
 }
 
 }  // namespace
@@ -153,8 +146,7 @@ MpiWork::MpiWork(std::shared_ptr<Comm> c, OpRequest&& r)
 }
 
 std::string describe(const Comm& comm, const OpRequest& op) {
-  return fmt::format("{} on group '{}' (rank {} of {}) seq {} at {}", op_label(op), comm.name,
-                     comm.rank, comm.size(), op.seq, where_str(op.where));
+  return ranks::detail::describe(ranks::detail::place_of(op, comm.name));
 }
 
 std::string MpiWork::describe() const { return mpi::describe(*comm, op); }
@@ -253,10 +245,8 @@ void MpiWork::time_out(std::chrono::nanoseconds waited, std::chrono::millisecond
     abandoned_ = true;
     abandoned_operations.fetch_add(1);
     if (!is_point_to_point(op.kind)) {
-      comm->mark_broken(
-          fmt::format("{} seq {} at {} timed out, and MPI cannot cancel a collective "
-                      "in flight",
-                      op_label(op), op.seq, where_str(op.where)));
+      comm->mark_broken(fmt::format("rank {}'s {} timed out at {}", comm->global_rank(comm->rank),
+                                    op_label(op), where_str(op.where)));
     }
   }
   error = std::make_exception_ptr(Timeout(timeout_text(
@@ -283,36 +273,25 @@ namespace {
 
 // Who the op waits for, as far as MPI can tell.
 std::string missing(const Comm& comm, const OpRequest& op) {
-  switch (op.kind) {
-    case OpKind::Send:
-      return fmt::format("rank {} has posted no matching recv (tag {})", comm.global_rank(op.root),
-                         op.tag);
-    case OpKind::Recv:
-      if (op.root == any_source) {
-        return fmt::format("no rank has sent a message with tag {}", op.tag);
-      }
-      return fmt::format("rank {} has sent no message with tag {}", comm.global_rank(op.root),
-                         op.tag);
-    default:
-      // MPI_Finalize waits for every rank, so a rank that left its body early sits there, alive
-      // and silent: unlike gloo, its peers can only notice it at this timeout.
-      return "MPI cannot tell which ranks have not arrived (RANKS_DEBUG=detail or `ranks sim` "
-             "names them); a rank that returned or exited early waits in MPI_Finalize, where "
-             "MPI shows it to no one";
+  if (is_point_to_point(op.kind)) {
+    return ranks::detail::unmatched_point_to_point(
+        op.kind, op.root == any_source ? any_source : comm.global_rank(op.root), op.tag);
   }
+  // MPI_Finalize waits for every rank, so a rank that left its body early sits there, alive
+  // and silent: unlike gloo, its peers can only notice it at this timeout.
+  return "MPI cannot tell which ranks have not arrived (RANKS_DEBUG=detail or `ranks sim` "
+         "names them); a rank that returned or exited early waits in MPI_Finalize, where "
+         "MPI shows it to no one";
 }
 
 }  // namespace
 
 std::string timeout_text(const Comm& comm, const OpRequest& op, std::chrono::nanoseconds waited,
                          std::chrono::milliseconds timeout, std::string_view consequence) {
-  const double waited_ms = std::chrono::duration<double, std::milli>(waited).count();
-  return fmt::format(
-      "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; mpi "
-      "backend); {}{}{}",
-      comm.global_rank(comm.rank), format_timeout(timeout), op_label(op), comm.name, op.seq,
-      where_str(op.where), waited_ms, missing(comm, op), consequence.empty() ? "" : "; ",
-      consequence);
+  return ranks::detail::timeout_text(comm.global_rank(comm.rank), timeout,
+                                     ranks::detail::place_of(op, comm.name),
+                                     ranks::detail::waited_details(waited, "mpi"),
+                                     missing(comm, op), consequence);
 }
 
 }  // namespace ranks::backends::mpi

@@ -87,7 +87,7 @@ class MpiWork final : public ranks::detail::WorkState {
   using Step = std::function<void(MpiWork&, const MPI_Status&)>;
 
   MpiWork(std::shared_ptr<Comm> c, OpRequest&& r);
-  void block() override { wait_for(op.timeout.count() > 0 ? op.timeout : comm->default_timeout); }
+  void block() override { wait_for(timeout_or(op, comm->default_timeout)); }
   void block_for(std::chrono::milliseconds timeout) override { wait_for(timeout); }
   // A program polling Work::is_completed() is the only thing that moves the op along.
   void on_poll() override { progress(); }
@@ -95,7 +95,7 @@ class MpiWork final : public ranks::detail::WorkState {
   // One MPI_Test and the steps it unlocks; never throws, never blocks. True once MPI is done with
   // the op's buffers (finished, failed, or given up on and since completed).
   bool progress();
-  // "all_reduce on group 'world' (rank 0 of 4) seq 3 at f.cpp:10"
+  // "all_reduce on group 'world' seq 3 at f.cpp:10"
   std::string describe() const;
   // Whether MPI holds a request of this op; safe to ask from any thread.
   bool in_mpi() const { return in_mpi_.load(std::memory_order_acquire); }
@@ -122,7 +122,7 @@ class MpiWork final : public ranks::detail::WorkState {
   std::atomic<bool> in_mpi_{false};
 };
 
-// "all_reduce on group 'world' (rank 0 of 4) seq 3 at f.cpp:10"
+// "all_reduce on group 'world' seq 3 at f.cpp:10"
 std::string describe(const Comm& comm, const OpRequest& op);
 // The Timeout text of op after waiting `waited` of `timeout`: "rank 1 timed out after 200 ms in
 // all_reduce on group 'world' seq 3 at f.cpp:10 (waited 200.4 ms; mpi backend); <who is missing>;

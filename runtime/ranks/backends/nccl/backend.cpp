@@ -13,6 +13,7 @@
 #include "ranks/backends/nccl/work.hpp"
 #include "ranks/backends/plugin.hpp"
 #include "ranks/detail/cuda.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/detail/memory.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
@@ -55,7 +56,7 @@ ncclComm_t init_world(const std::shared_ptr<ranks::Store>& root_store, const Gro
     } catch (const Error& e) {
       throw RendezvousError(
           fmt::format("{}: rank 0 did not publish NCCL's unique id within {} ({})", who,
-                      format_timeout(timeout), e.what()));
+                      ranks::detail::format_duration(timeout), e.what()));
     }
     std::vector<uint8_t> value = store.get("unique_id");
     if (value.size() != sizeof(id)) {

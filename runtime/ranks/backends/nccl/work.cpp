@@ -8,17 +8,16 @@
 #include <thread>
 
 #include "ranks/backends/join.hpp"
+#include "ranks/capabilities.hpp"
 #include "ranks/backends/nccl/types.hpp"
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/detail/check.hpp"
-#include "ranks/detail/error_kind.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/detail/stuck_peers.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::nccl::detail {
 
-using ranks::detail::same_kind;
-using ranks::detail::what_of;
 using ranks::detail::where_str;
 
 // ---------------------------------------------------------------------------- Communicator
@@ -112,33 +111,27 @@ Communicator::~Communicator() {
 }
 
 std::chrono::milliseconds Communicator::timeout_of(const OpRequest& request) const {
-  return request.timeout.count() > 0 ? request.timeout : default_timeout_;
+  return timeout_or(request, default_timeout_);
 }
 
 std::string Communicator::describe(const OpRequest& request) const {
-  return fmt::format("{} on group '{}' (rank {} of {}, seq {}) at {}", op_label(request),
-                     spec_.name, spec_.rank, spec_.size(), request.seq, where_str(request.where));
+  return ranks::detail::describe(ranks::detail::place_of(request, spec_.name));
 }
 
 std::string Communicator::peer_name(int group_rank) const {
-  if (group_rank < 0 || group_rank >= spec_.size()) return "another rank of the group";
-  const int global = spec_.global_ranks()[static_cast<size_t>(group_rank)];
-  if (spec_.name == "world") return fmt::format("rank {}", global);
-  return fmt::format("group rank {} (global rank {})", group_rank, global);
+  return ranks::detail::peer_name(spec_, group_rank);
 }
 
 std::exception_ptr Communicator::failure() const {
   if (!failed()) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  return failure_;
+  return failure_.first();
 }
 
 bool Communicator::fail(std::exception_ptr error, const OpRequest* cause) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (failure_ != nullptr) return false;
-    failure_ = std::move(error);
-    if (cause != nullptr) failed_op_ = std::make_pair(cause->kind, cause->seq);
+    if (!failure_.record(std::move(error), cause)) return false;
     failed_.store(true, std::memory_order_release);
   }
   changed_.notify_all();
@@ -148,11 +141,7 @@ bool Communicator::fail(std::exception_ptr error, const OpRequest* cause) {
 std::exception_ptr Communicator::failure_for(const OpRequest& request) const {
   if (!failed()) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_op_ && failed_op_->first == request.kind && failed_op_->second == request.seq) {
-    return failure_;
-  }
-  return same_kind(failure_, fmt::format("{}: group '{}' failed earlier: {}", describe(request),
-                                         spec_.name, what_of(failure_)));
+  return failure_.for_op(request, describe(request), spec_.name);
 }
 
 void Communicator::abort() {
@@ -225,26 +214,22 @@ std::string NcclWork::timeout_message(Clock::time_point now,
   // "; rank 1 timed out in this all_reduce too; rank 2 wrote nothing ..." (through the store)
   const std::string others =
       ranks::detail::stuck_peers(c.spec(), request_, ranks::detail::stuck_window(timeout));
-  std::string missing;
-  switch (request_.kind) {
-    case OpKind::Send:
-      missing = fmt::format("{} has posted no matching recv{}", c.peer_name(request_.root), others);
-      break;
-    case OpKind::Recv:
-      missing = fmt::format("{} has sent no message{}", c.peer_name(request_.root), others);
-      break;
-    default:
-      missing = others.empty() ? "NCCL cannot tell which ranks have not arrived (`ranks sim "
+  std::string waits_for;
+  if (is_point_to_point(request_.kind)) {
+    waits_for = ranks::detail::unmatched_point_to_point(
+        request_.kind, c.spec().global_ranks()[static_cast<size_t>(request_.root)], request_.tag,
+        capabilities("nccl").matches_tags);
+    waits_for += others;
+  } else {
+    waits_for = others.empty() ? "NCCL cannot tell which ranks have not arrived (`ranks sim "
                                  "--backend nccl` names them)"
                                : "what the ranks it waits on say: " + others.substr(2);
   }
-  const double waited_ms = std::chrono::duration<double, std::milli>(now - entry_.enqueued).count();
-  return fmt::format(
-      "rank {} timed out after {} in {} on group '{}' seq {} at {} (waited {:.1f} ms; nccl "
-      "backend); {}; {}; the communicator is aborted, so later ops of this group fail too",
-      c.global_rank(), format_timeout(timeout), op_label(request_), c.spec().name, request_.seq,
-      where_str(request_.where), waited_ms, missing,
-      Watchdog::instance().flight_record(c.spec().name, now));
+  return ranks::detail::timeout_text(
+      c.global_rank(), timeout, ranks::detail::place_of(request_, c.spec().name),
+      ranks::detail::waited_details(now - entry_.enqueued, "nccl"), waits_for,
+      fmt::format("{}; the communicator is aborted, so later ops of this group fail too",
+                  Watchdog::instance().flight_record(c.spec().name, now)));
 }
 
 void NcclWork::time_out(Clock::time_point now, std::chrono::milliseconds timeout) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ranks/backend.hpp"
+#include "ranks/detail/group_failure.hpp"
 #include "ranks/op.hpp"
 #include "ranks/work.hpp"
 
@@ -52,7 +53,7 @@ class Communicator {
   std::chrono::milliseconds default_timeout() const { return default_timeout_; }
   std::chrono::milliseconds timeout_of(const OpRequest& request) const;
 
-  // "all_reduce on group 'world' (rank 1 of 4, seq 3) at file.cpp:42"
+  // "all_reduce on group 'world' seq 3 at file.cpp:42"
   std::string describe(const OpRequest& request) const;
   // "rank 2" on the world; "group rank 1 (global rank 3)" on a sub-group.
   std::string peer_name(int group_rank) const;
@@ -75,7 +76,7 @@ class Communicator {
   // caller's thread: ncclCommAbort can hang, and a waiter must get its error regardless.
   bool fail(std::exception_ptr error, const OpRequest* cause = nullptr);
   // The group's failure as request reports it: as is when request caused it, else "<op>: group
-  // '<name>' failed earlier: <first error>", of the same kind. Null while the group is healthy.
+  // '<name>' failed earlier and can no longer be used: <first error>", of the same kind. Null while the group is healthy.
   std::exception_ptr failure_for(const OpRequest& request) const;
   // ncclCommAbort, once; what the watchdog does after a failure.
   void abort();
@@ -107,8 +108,7 @@ class Communicator {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::atomic<bool> failed_{false};
-  std::exception_ptr failure_;
-  std::optional<std::pair<OpKind, uint64_t>> failed_op_;  // the op that caused failure_
+  ranks::detail::GroupFailure failure_;
   bool aborted_ = false;
 };
 
