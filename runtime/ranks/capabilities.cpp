@@ -196,7 +196,8 @@ bool BackendCapabilities::allows(const OpRequest& request) const {
   }
   // recv_any_source between the two tests of the request: next to each other, g++ makes them one
   // 8-byte load of kind and root, which the store buffer cannot forward from the separate stores
-  // that just built the request, and every op waited for its older stores (session 23).
+  // that just built the request, so every op would wait for its older stores (measured:
+  // reports/simulator.md).
   if (request.kind == OpKind::Recv && !recv_any_source && request.root == any_source) return false;
   return !uses_reduce_op(request.kind) || (reduce_op_bits_ & reduce_op_bit(request.reduce_op)) != 0;
 }

@@ -2,10 +2,10 @@
 // The tensors of one op request. Most ops carry one tensor each way, and every op builds, moves
 // and frees a request on its hot path: a list of one keeps its tensor inline, so it costs no
 // allocation, and an empty list (a barrier's) costs next to nothing to build, move or destroy.
-// Longer lists live in a std::vector on the heap. (boost::container::small_vector was measured
-// first: its moves go element by element and added ~180 instructions to every simulated barrier;
-// a std::vector member instead of the pointer cost ~100.) A list of one keeps its tensor in a
-// union, so an empty list never constructs or destroys one.
+// Longer lists live in a std::vector on the heap. (Not boost::container::small_vector: its moves
+// go element by element and add ~180 instructions to every simulated barrier; a std::vector
+// member instead of the pointer costs ~100.) A list of one keeps its tensor in a union, so an
+// empty list never constructs or destroys one.
 
 #include <cstddef>
 #include <initializer_list>

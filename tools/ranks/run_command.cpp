@@ -129,7 +129,7 @@ void spawn(Child& child, const RunArgs& args, int port, int cpu) {
     // A launcher killed outright (SIGKILL, a crash) takes its ranks with it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != launcher) _exit(128 + SIGKILL);
-    // Its own process group, as torchrun gives each worker a session: the launcher can then
+    // Its own process group, as torchrun gives each worker one: the launcher can then
     // stop what a rank started (a data-loader worker) along with it, not leave it orphaned and
     // holding the rank's output pipe open.
     setpgid(0, 0);

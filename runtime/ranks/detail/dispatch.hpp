@@ -17,8 +17,8 @@ GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& wh
 void prepare_dispatch(GroupImpl& group, OpRequest& request, const std::source_location& where);
 
 // Inline, so that the backend's submit is called from the op's own frame: a frame of its own
-// here put every op's deepest calls 96 bytes further down the stack, and a simulated rank's
-// stack lines are what a 16,384-rank run waits on (reports/simulator.md, session 26).
+// here would put every op's deepest calls 96 bytes further down the stack, and a simulated
+// rank's stack lines are what a 16,384-rank run waits on (measured: reports/simulator.md).
 inline Work dispatch(GroupImpl& group, OpRequest&& request, const std::source_location& where) {
   prepare_dispatch(group, request, where);
   return group.backend->submit(std::move(request));

@@ -4,8 +4,8 @@
 // rank-operation touches as few lines as it can. glibc's aligned allocation (what operator new
 // with std::align_val_t calls) costs ~550 instructions for 64 bytes, skips the thread cache, and
 // leaves split-off fragments that a later large malloc walks; here one ordinary malloc of 64
-// bytes more, aligned by hand, costs about a fifth of that: a 4,096-rank program spent a fifth
-// of its instructions in the aligned allocator before (reports/simulator.md, session 18).
+// bytes more, aligned by hand, costs about a fifth of that. With the aligned allocator a
+// 4,096-rank program spends a fifth of its instructions there (measured: reports/simulator.md).
 
 #include <cstddef>
 #include <cstdint>

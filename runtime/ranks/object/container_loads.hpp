@@ -2,8 +2,8 @@
 // Loads of strings, vectors of numbers and std::map for InputArchive that read the same bytes as
 // cereal's generic ones (so the format does not change) with less work per element: cereal's
 // resize the container (zero-filling it) and then copy into it, and build each map entry on the
-// side before moving it into a node. Decoding a 10,000-entry map<string, vector<float>> spent a
-// third of its instructions on that. Overload resolution prefers these to cereal's templates
+// side before moving it into a node: a third of the instructions of decoding a 10,000-entry
+// map<string, vector<float>> that way. Overload resolution prefers these to cereal's templates
 // over any archive (they are more specialized), and cereal finds them by ADL.
 // Included by archive.hpp, after InputArchive; included first, it brings archive.hpp in (whose
 // own include of this file is then skipped) so that it compiles on its own.

@@ -34,11 +34,11 @@ bool agree(const OpRequest& a, const OpRequest& b) {
 
 namespace {
 // Writes each field in place. Built as a BlockInfo and copied into SimRank::block, its 64 bytes
-// were stored in pieces of 4 and 8 and read back 16 at a time, which the store buffer cannot
-// forward: each op then waited for every older store to reach the cache, cold lines included,
-// and perf put a fifth of a 16,384-rank all_reduce on that one read (session 23).
-// Inlined into submit: as a call of its own, with op_label's below it, it was the deepest frame
-// of every op (see SimGroup::pending_at).
+// would be stored in pieces of 4 and 8 and read back 16 at a time, which the store buffer cannot
+// forward: each op would then wait for every older store to reach the cache, cold lines
+// included (a fifth of a 16,384-rank all_reduce: reports/simulator.md).
+// Inlined into submit: as a call of its own, with op_label's below it, it would be the deepest
+// frame of every op (see SimGroup::pending_at).
 [[gnu::always_inline]] inline void describe_block_into(BlockInfo& info, const OpRequest& request,
                                                        const SimGroup& group) {
   info.op = op_label(request);

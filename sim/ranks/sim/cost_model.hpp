@@ -83,7 +83,7 @@ std::string_view op_family(OpKind);
 std::span<const std::string_view> op_families();
 
 // An algorithm's shape for n ranks: time = steps * alpha + factor * bytes / beta, where bytes is
-// the op's size as nccl-tests counts it (see docs/design-notes.md, "Cost model and bench").
+// the op's size as nccl-tests counts it (see docs/design.md, "Cost model and bench").
 struct Terms {
   double steps = 0;
   double factor = 0;
@@ -108,7 +108,7 @@ Prediction predict(const CostModel&, std::string_view family, int n, double byte
 int fewest_members_per_node(int n, int ranks_per_node);
 
 // A preset name ("free", "h100-nvlink-ib", "pcie-gen5-ib", "ethernet-40g") or the path of a
-// model file (JSON, the format in docs/design-notes.md). InvalidArgument if neither.
+// model file (JSON, the format in docs/design.md). InvalidArgument if neither.
 CostModel load_cost_model(const std::string& preset_or_path);
 CostModel cost_model_preset(std::string_view name);  // InvalidArgument for unknown names
 std::span<const std::string_view> cost_model_presets();

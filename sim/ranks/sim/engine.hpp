@@ -105,8 +105,9 @@ struct alignas(64) SimRank {
   std::string error;
 
   // What a rank-operation reads or writes of it: the lines up to the context's rejected-op flag,
-  // 3 of its 8 (valgrind's lackey on an all_reduce, session 23). The rest serves reports and
-  // rare paths, and prefetching it cost each operation five more lines to wait for.
+  // 3 of its 8 (valgrind's lackey on an all_reduce: reports/simulator.md). The rest serves
+  // reports and rare paths, and prefetching it would cost each operation five more lines to wait
+  // for.
   size_t hot_bytes() const {
     return static_cast<size_t>(reinterpret_cast<const char*>(&context.rejected_op.set + 1) -
                                reinterpret_cast<const char*>(this));
@@ -247,8 +248,8 @@ class Engine final : public Clock {
   uint64_t event_order_ = 0;
   uint64_t progress_ = 0;  // ops entered and completed, ranks woken: what a poll waits to see
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
-  // Every rank's record in one line-aligned allocation: one each cost a glibc memalign (~600
-  // instructions) per rank at start-up. ranks_ points into it.
+  // Every rank's record in one line-aligned allocation: one each would cost a glibc memalign
+  // (~600 instructions) per rank at start-up. ranks_ points into it.
   std::unique_ptr<SimRank[]> rank_records_;
   std::vector<SimRank*> ranks_;
   boost::fibers::context* running_fiber_ = nullptr;

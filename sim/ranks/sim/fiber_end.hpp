@@ -2,8 +2,8 @@
 // Where a rank's fiber ends. Boost 1.74's context::terminate() takes a spinlock whose lock() has
 // a 5 KiB frame (a std::random_device for its back-off, constructed once but reserved on every
 // call), so a fiber that ends on its own stack writes a second page of that stack for nothing
-// else: at 4,096 ranks 4,096 pages, ~4 ms of a 40 ms run in this guest (reports/simulator.md,
-// session 24). The simulator ends each rank's fiber on one scratch stack instead, shared by all.
+// else: at 4,096 ranks 4,096 pages, about a tenth of the run (measured: reports/simulator.md).
+// The simulator ends each rank's fiber on one scratch stack instead, shared by all.
 //
 // How: libranks is linked with --wrap for context::terminate(), which Boost's worker_context
 // (a template, so compiled into libranks) calls once the rank's function returns. The wrapper

@@ -17,8 +17,7 @@ inline void prefetch_range(const void* begin, size_t bytes) noexcept {
   for (size_t offset = 0; offset < bytes; offset += kPrefetchLine)
     __builtin_prefetch(p + offset, 1);
   // GCC counts __builtin_prefetch as free of side effects: a function that does nothing but
-  // prefetch is "const" to it, and a call to it is dead code. The scheduler's prefetching was
-  // deleted that way, unnoticed, from the day it was written (reports/simulator.md, session 18).
+  // prefetch is "const" to it, and a call to it is dead code that GCC deletes without a warning.
   // An empty volatile asm is a side effect the compiler must keep.
   asm volatile("");
 }

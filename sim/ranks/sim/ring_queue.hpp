@@ -2,7 +2,7 @@
 // A FIFO over one power-of-two ring that doubles when full: the scheduler's ready queue. It
 // takes every rank once per collective and its scheduler looks a few places down it on every
 // switch; std::deque does both through a map of blocks (an index costs a division, a push a
-// block check), which was 5 % of the instructions of an all_reduce at 16,384 ranks.
+// block check), which costs 5 % of the instructions of an all_reduce at 16,384 ranks.
 
 #include <cstddef>
 #include <memory>

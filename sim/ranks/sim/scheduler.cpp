@@ -18,17 +18,17 @@ constexpr size_t ahead = 4;
 constexpr size_t ahead_heap = 2;
 // And one rank ahead, through the group line fetched a rank earlier, the first line of that
 // group's backend (the rank's SimComm), which every op reads and writes first: +4 % for an
-// all_reduce at 16,384 ranks, +3 % for a barrier (reports/simulator.md, session 21).
+// all_reduce at 16,384 ranks, +3 % for a barrier (reports/simulator.md).
 constexpr size_t ahead_backend = 1;
 // What a rank touches of its own stack between being resumed and blocking again, around the
 // frame it blocked in (SimRank::stack_mark): below it Boost's switch and the deeper calls an op
 // makes (submit), above it the op's own frames and the bottom of the caller's, where the caller
-// keeps what it uses across the call. Measured with valgrind's lackey: 12 lines for an
-// all_reduce, 10 for a barrier, in this window; a window fixed below the stack's top instead
-// (the body's depth taken as the benchmark's) fetched 24 lines and missed 2: +35 % for both at
-// 16,384 ranks (reports/simulator.md, session 19). Since session 26 no call of an op reaches
-// further than 192 bytes below the mark (lackey; the window was 384): the lines it fetched
-// for nothing cost 8-10 % at 16,384 ranks.
+// keeps what it uses across the call. An all_reduce touches 12 lines in this window, a barrier
+// 10 (valgrind's lackey); a window fixed below the stack's top instead (the body's depth taken
+// as the benchmark's) fetches 24 lines and misses 2, and this one is 35 % faster for both at
+// 16,384 ranks. No call of an op reaches further than 192 bytes below the mark, and a line
+// fetched for nothing is not free: a window of 384 bytes below it costs 8-10 % at 16,384 ranks
+// (reports/simulator.md).
 constexpr size_t stack_bytes_below_mark = 192;
 constexpr size_t stack_bytes_above_mark = 320;
 
@@ -71,7 +71,8 @@ void Scheduler::prefetch_ahead() const noexcept {
   }
   // Boost keeps a fiber's control block at the top of its stack. Of its four lines a switch to
   // a rank blocked in the engine touches the second and the fourth (Boost 1.74's layout, seen
-  // with valgrind's lackey in session 25; the third went with Boost's own wake-up, session 21).
+  // with valgrind's lackey: reports/simulator.md; the third is read by Boost's own wake-up,
+  // which a rank the engine wakes does not go through: ready()).
   const char* control_block = reinterpret_cast<const char*>(next.fiber);
   prefetch_range(control_block + kPrefetchLine, kPrefetchLine);
   prefetch_range(control_block + 3 * kPrefetchLine, kPrefetchLine);

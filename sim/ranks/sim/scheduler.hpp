@@ -50,7 +50,7 @@ class Scheduler final : public boost::fibers::algo::algorithm {
  private:
   // From here on the ranks' stacks and records no longer fit in a core's 2 MiB L2: prefetching
   // gains 9 % on an all_reduce at 1,024 ranks, 20 % at 4,096, 75 % at 16,384 (sim_bench,
-  // reports/simulator.md, session 18). Smaller worlds were not measured.
+  // reports/simulator.md). Smaller worlds were not measured.
   static constexpr int prefetch_from = 1024;
 
   struct Ready {

@@ -32,9 +32,9 @@ constexpr size_t slot_skew = 4096;
 // the same page offset those lines of all ranks compete for the same quarter of a cache's sets
 // (which sets a line goes to is given by its offset within the page, in L1 and in every level
 // the kernel's random page frames feed). Four offsets spread them over the whole page: a
-// 512-rank all_reduce ran 31 % faster (reports/simulator.md, session 16). Each leaves the control
-// block and the frames of a rank blocked in an op (~1.9 KiB) in the top page: at 2,240, a quarter
-// of a 4,096-rank run's stacks wrote a second page (session 24, counting page faults).
+// 512-rank all_reduce runs 31 % faster than with one (reports/simulator.md). Each leaves the
+// control block and the frames of a rank blocked in an op (~1.9 KiB) in the top page: at 2,240,
+// a quarter of a 4,096-rank run's stacks would write a second page (page faults counted).
 constexpr std::array<size_t, 4> top_offsets = {0, 576, 1152, 1728};
 
 // The pages below its top that every rank writes: the top one, and the next only where the
@@ -70,7 +70,7 @@ StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
 void StackPool::populate_tops(size_t page) {
 #ifdef MADV_POPULATE_WRITE
   // Populating the pages every rank writes here, one call per stack, spares each page its own
-  // fault: 3-4 % of a 4,096-rank run (reports/simulator.md, session 14). A kernel older than 5.14
+  // fault: 3-4 % of a 4,096-rank run (reports/simulator.md). A kernel older than 5.14
   // refuses the call; the pages then fault in as before.
   const size_t bytes = std::min(hot_pages * page, stack_bytes_ - page);
   for (size_t i = 0; i < count_; ++i) {

@@ -88,7 +88,7 @@ class WorkPool {
 
   // Blocks come in slabs: one aligned allocation (~600 instructions in glibc, which splits off
   // and frees the slack around it) per 64 blocks instead of per block, where the first op of
-  // every rank made one. The free list keeps room for every block carved, so that giving one
+  // every rank would make one. The free list keeps room for every block carved, so that giving one
   // back never allocates.
   void add_slab() {
     char* slab = static_cast<char*>(::operator new(kSlabBlocks* block_bytes_, kLine));
