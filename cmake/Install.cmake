@@ -6,17 +6,14 @@ install(TARGETS ranks EXPORT ranksTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})  # includes: the target's INSTALL_INTERFACE
-# The simulator's engine, scheduler, stacks and pools are its own business (they include
-# Boost.Fiber, which a consumer does not get from ranks::ranks): only sim.hpp, the cost model and
-# calibration are public.
-foreach(dir runtime/ranks sim/ranks)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks
-          FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE PATTERN "backends" EXCLUDE
-          REGEX "/sim/(comm|engine|faults|scheduler|stack|trace|work_pool)\\.hpp$" EXCLUDE)
-endforeach()
-# Of the backends only the registry is public; their own headers include <mpi.h>, <gloo/...>.
-install(FILES ${PROJECT_SOURCE_DIR}/runtime/ranks/backends/registry.hpp
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks/backends)
+# The installed headers are exactly include/ranks/: the API, the simulator's programmatic
+# interface (sim.hpp, the cost model, calibration), the backend registry, and what those include.
+# Everything else (detail/, the backends' own headers with <mpi.h>, <gloo/...>, the simulator's
+# engine with Boost.Fiber) stays beside its sources in runtime/ and sim/ and is never installed.
+# tests/consumer/run.sh compiles each installed header on its own.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ranks DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.hpp")
+# The one generated header: what this build has (RANKS_HAS_GLOO, ...).
 install(FILES ${PROJECT_BINARY_DIR}/generated/ranks/config.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ranks)
 install(EXPORT ranksTargets NAMESPACE ranks:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ranks)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the build into a scratch prefix, builds tests/consumer against it with
-# find_package(ranks), and runs it directly, under the installed `ranks sim` and, when gloo was
-# built, under `ranks run --backend gloo`.
+# Installs the build into a scratch prefix, compiles each installed header on its own, builds
+# tests/consumer against it with find_package(ranks), and runs it directly, under the installed
+# `ranks sim` and, when gloo was built, under `ranks run --backend gloo`.
 set -euo pipefail
 build_dir=$1
 source_dir=$(cd "$(dirname "$0")" && pwd)
@@ -9,6 +9,36 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
+
+# The installed headers (include/ranks/ plus the generated config.hpp) stand on their own: none
+# includes Boost.Fiber, CUDA, MPI, gloo or NCCL, and each compiles alone against the prefix and
+# cereal, with the build's compiler and not a path of the source tree.
+prefix_include="$scratch/prefix/include"
+headers=$(cd "$prefix_include" && find ranks -name '*.hpp' | LC_ALL=C sort)
+[ -n "$headers" ] || {
+  echo "no headers installed under $prefix_include/ranks" >&2
+  exit 1
+}
+if (cd "$prefix_include" && grep -nE \
+  '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"][^>"]*(boost/fiber|cuda|mpi\.h|gloo/|nccl)' \
+  $headers) >"$scratch/forbidden.out"; then
+  echo "installed headers include Boost.Fiber, CUDA, MPI, gloo or NCCL:" >&2
+  cat "$scratch/forbidden.out" >&2
+  exit 1
+fi
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt" 2>/dev/null || true)
+cxx=${cxx:-${CXX:-c++}}
+unit="$scratch/header.cpp"
+for header in $headers; do
+  echo "#include <$header>" >"$unit"
+  if ! "$cxx" -std=c++20 -fsyntax-only -I"$prefix_include" "$unit" >"$scratch/header.out" 2>&1; then
+    echo "installed header <$header> does not compile on its own" \
+      "($cxx -std=c++20 -fsyntax-only -I<prefix>/include):" >&2
+    cat "$scratch/header.out" >&2
+    exit 1
+  fi
+done
+
 # The README's ten-line example, extracted as written: it must build and run simulated (under
 # the default nccl rules and gloo's) and alone, as the README says.
 mkdir -p "$scratch/build"
