@@ -45,6 +45,13 @@ TEST_P(FailureShape, OfAReceiveNobodyServes) {
 }
 
 TEST_P(FailureShape, OfACollectiveOneRankNeverCalls) {
+  if (GetParam() == "mpi") {
+    // Open MPI cannot cancel the collective, so it stays pending on rank 0 and the process could
+    // not finalise MPI and exit 0, as these tests' processes must. The real mpi side of this
+    // case is MpiBackend.CollectiveTimeoutBreaksOnlyThatGroup (a peer joins the abandoned
+    // collective later), held to the same shapes.
+    GTEST_SKIP() << "covered under mpirun by MpiBackend.CollectiveTimeoutBreaksOnlyThatGroup";
+  }
   run_rule_case(GetParam(), 2, [] {
     Group pair = new_group({0, 1});
     pair.set_timeout(300ms);
@@ -76,7 +83,7 @@ TEST_P(FailureShape, OfRanksNamingDifferentRoots) {
   // The real backends check that the ranks agree only under RANKS_DEBUG=detail (the simulator
   // always does). Each test runs in a process of its own, so the variable stays with this one.
   ASSERT_EQ(setenv("RANKS_DEBUG", "detail", 1), 0);
-  run_rule_case(GetParam(), 2, [] {
+  auto body = [] {
     Group pair = new_group({0, 1});
     Tensor t = Tensor::of<int32_t>({get_rank()});
     try {
@@ -86,7 +93,15 @@ TEST_P(FailureShape, OfRanksNamingDifferentRoots) {
       EXPECT_TRUE(matches(e.what(), mismatch_shape(pair.name(), "broadcast", "root"))) << e.what();
     }
     barrier();
-  });
+  };
+  if (GetParam().starts_with("sim_")) {
+    // A simulated run that catches a Mismatch ends as outcome mismatch (a real run without
+    // RANKS_DEBUG=detail would not raise it).
+    sim::Report report = simulate(2, body, options_for(rules_of(GetParam())));
+    EXPECT_EQ(report.outcome, sim::Outcome::Mismatch) << report.to_text();
+  } else {
+    run_on(GetParam(), 2, body);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, FailureShape, ::testing::ValuesIn(rule_cases()),

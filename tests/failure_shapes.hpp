@@ -19,12 +19,13 @@ inline bool matches(const std::string& text, const std::string& pattern) {
 }
 
 // "rank 0 timed out after 300 ms in recv on group 'world/0,1' seq 0 at f.cpp:12 (waited ...); "
-// (at: "f.cpp:12", or "f.cpp:" for any line)
+// (at: "f.cpp:12", "f.cpp:" for any line of f.cpp, "" for any call site)
 inline std::string timeout_shape(int rank, const std::string& after, const std::string& op,
                                  const std::string& group, const std::string& at) {
   return "^rank " + std::to_string(rank) + " timed out after " + escaped(after) + " in " + op +
-         " on group '" + escaped(group) + R"(' seq \d+ at )" + escaped(at) +
-         (at.ends_with(':') ? R"(\d+)" : "") + R"(( \([^)]*\))?; )";
+         " on group '" + escaped(group) + R"(' seq \d+ at )" +
+         (at.empty() ? R"([\w.]+:\d+)" : escaped(at) + (at.ends_with(':') ? R"(\d+)" : "")) +
+         R"(( \([^)]*\))?; )";
 }
 
 // "rank 0 lost rank 2 (<why>) while in all_reduce on group 'world' seq 1 at f.cpp:30"

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "ranks/backend.hpp"
+#include "ranks/collectives.hpp"
 #include "ranks/detail/check.hpp"
 
 namespace ranks::detail {

@@ -98,11 +98,12 @@ std::exception_ptr Communicator::translate(const OpRequest& request, std::except
     }
     int peer = is_point_to_point(request.kind) && request.root != any_source ? request.root
                                                                              : peer_in(text);
-    return std::make_exception_ptr(RankFailure(ranks::detail::broken_connection_text(
-        op, peer_name(peer),
-        fmt::format("that process died, or gave up on group '{}' after an error of its own (gloo: "
-                    "{})",
-                    spec_.name, text))));
+    return std::make_exception_ptr(RankFailure(ranks::detail::lost_peer_text(
+        spec_.global_ranks()[static_cast<size_t>(spec_.rank)], peer_name(peer),
+        fmt::format("the connection broke: that process died, or gave up on group '{}' after an "
+                    "error of its own; gloo: {}",
+                    spec_.name, text),
+        ranks::detail::place_of(request, spec_.name), {})));
   } catch (const ::gloo::EnforceNotMet& e) {
     return std::make_exception_ptr(BackendError(fmt::format("{}: gloo failed: {}", op, e.what())));
   } catch (const std::exception& e) {
@@ -316,7 +317,7 @@ void CollectiveWork::run(std::chrono::milliseconds timeout) {
   if (result == nullptr) {
     const auto limit = timeout.count() > 0 ? timeout : comm_->timeout_of(request_);
     try {
-      Watchdog::Watch watch(*comm_, request_, limit);
+      Watch watch(*comm_, request_, limit);
       run_collective(*comm_, request_, gloo_timeout(limit));
       // Completed after its deadline, while this rank was telling the others where it is
       // stuck: the group is closed by now, and the op reports the Timeout that closed it.
@@ -407,7 +408,7 @@ PointToPointWork::Outcome PointToPointWork::await(std::chrono::milliseconds time
   try {
     // The watchdog times the wait out at the deadline: fail() then aborts it (and closes the
     // group), where gloo's own timeout would close the group at once.
-    Watchdog::Watch watch(*comm_, request_, limit);
+    Watch watch(*comm_, request_, limit);
     const auto gloo_limit = limit.count() > 0 ? gloo_timeout(limit) : limit;
     outcome.completed = is_send ? buffer_->waitSend(&outcome.peer, gloo_limit)
                                 : buffer_->waitRecv(&outcome.peer, gloo_limit);
