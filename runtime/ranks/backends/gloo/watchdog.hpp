@@ -1,26 +1,20 @@
 #pragma once
 // The deadlines of gloo ops. gloo's own timeout closes every connection of the context the moment
 // a wait expires (tcp UnboundBuffer::waitRecv signals the whole context), so the first rank of a
-// stuck group to give up broke the op of every peer that waited a millisecond less: they reported
-// a broken connection instead of their own timeout, and never said where they were stuck
-// (detail/stuck_peers.hpp). Which rank came first was a race between processes.
+// stuck group to give up would break the op of every peer that waited a millisecond less: they
+// would report a broken connection instead of their own timeout, and never say where they were
+// stuck (detail/stuck_peers.hpp), and which rank came first would be a race between processes.
 //
 // So gloo waits get a timeout past the op's deadline and the stuck-peer window (gloo_timeout),
-// and one thread per process, started with the first op, times ops out at their deadline
-// instead: Communicator::time_out writes where this rank is stuck, reads the others' records,
-// and only then closes the group. Peers that time out at about the same moment have their own
-// deadline pass before any connection closes.
-//
-// A watch costs a lock and a map insertion and removal per op (gloo ops take tens of
-// microseconds). The thread is woken only for a deadline earlier than the one it sleeps until.
+// and the process's deadline watchdog (detail/deadline_watchdog.hpp, call-back policy) times ops
+// out at their deadline instead: Communicator::time_out writes where this rank is stuck, reads
+// the others' records, and only then closes the group. Peers that time out at about the same
+// moment have their own deadline pass before any connection closes.
 
 #include <chrono>
-#include <condition_variable>
-#include <map>
-#include <mutex>
-#include <set>
 
 #include "ranks/backends/gloo/work.hpp"
+#include "ranks/detail/deadline_watchdog.hpp"
 
 namespace ranks::backends::gloo::detail {
 
@@ -28,47 +22,23 @@ namespace ranks::backends::gloo::detail {
 // to have timed the op out, heard from the peers and closed the group first.
 std::chrono::milliseconds gloo_timeout(std::chrono::milliseconds deadline);
 
-class Watchdog {
+// One op being watched from construction to destruction (on the waiting thread's stack). When
+// its deadline passes first, comm.time_out(request, timeout) runs on a thread of its own; finish()
+// and the destructor wait until that has returned.
+class Watch final : public ranks::detail::DeadlineWatchdog::Watch {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  // One op being watched from construction to destruction (on the waiting thread's stack).
-  // When its deadline passes first, comm.time_out(request, timeout) runs on a thread of its own;
-  // the destructor waits until that has returned.
-  class Watch {
-   public:
-    Watch(Communicator& comm, const OpRequest& request, std::chrono::milliseconds timeout);
-    ~Watch();
-    // Stops watching (waiting for a time_out in progress) and says whether the deadline fired:
-    // then the group is failed with this op's Timeout, even if the op completed meanwhile.
-    bool finish();
-    Watch(const Watch&) = delete;
-    Watch& operator=(const Watch&) = delete;
-
-   private:
-    friend class Watchdog;
-    Communicator& comm_;
-    const OpRequest& request_;
-    const std::chrono::milliseconds timeout_;
-    std::multimap<Clock::time_point, Watch*>::iterator at_;  // its entry in watches_
-    bool armed_ = false;                                     // guarded by the watchdog's lock
-    bool fired_ = false;                                     // guarded by the watchdog's lock
-    bool finished_ = false;
-  };
+  using Base = ranks::detail::DeadlineWatchdog;
+  Watch(Communicator& comm, const OpRequest& request, std::chrono::milliseconds timeout)
+      : Base::Watch(Base::Policy::CallBack), comm_(comm), request_(request) {
+    start(timeout);
+  }
+  ~Watch() override { finish(); }
 
  private:
-  static Watchdog& instance();
-  Watchdog();
-  void add(Watch* watch, Clock::time_point deadline);
-  bool remove(Watch* watch);  // whether it fired
-  [[noreturn]] void loop();
-  void fire(Watch* watch);  // on a thread of its own
+  void on_deadline(Base::Clock::time_point) override { comm_.time_out(request_, timeout()); }
 
-  std::mutex mutex_;
-  std::condition_variable wake_;   // the loop: a new earliest deadline
-  std::condition_variable fired_;  // removers: a time_out has returned
-  std::multimap<Clock::time_point, Watch*> watches_;
-  std::set<Watch*> firing_;
+  Communicator& comm_;
+  const OpRequest& request_;
 };
 
 }  // namespace ranks::backends::gloo::detail

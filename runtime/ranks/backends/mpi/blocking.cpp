@@ -159,8 +159,7 @@ bool runs_blocking(const OpRequest& request) {
 }
 
 Work run_blocking(const std::shared_ptr<Comm>& comm, OpRequest&& request) {
-  const auto timeout = request.timeout.count() > 0 ? request.timeout : comm->default_timeout;
-  const Watchdog::Watch watch(*comm, request, timeout);
+  const Watch watch(*comm, request, timeout_or(request, comm->default_timeout));
   run(Call{*comm, request});
   return Work{};  // done: the caller's wait() returns at once
 }
