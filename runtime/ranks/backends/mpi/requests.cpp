@@ -13,39 +13,8 @@
 
 namespace ranks::backends::mpi {
 
-namespace {
-
-using ranks::detail::where_str;
-
-void expect_lists(const Comm& comm, const OpRequest& r, size_t inputs, size_t outputs) {
-  if (r.inputs.size() != inputs || r.outputs.size() != outputs) {
-    invalid(comm, r,
-            fmt::format("expected {} input and {} output tensors (op.hpp), got {} and {}", inputs,
-                        outputs, r.inputs.size(), r.outputs.size()));
-  }
-}
-
-// Every tensor of a list has like's dtype and element count.
-void expect_like(const Comm& comm, const OpRequest& r, const TensorList& list, const Tensor& like,
-                 std::string_view what) {
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (list[i].dtype() != like.dtype() || list[i].numel() != like.numel()) {
-      invalid(comm, r,
-              fmt::format("{}[{}] is {}, expected {} elements of {}", what, i, list[i].str(),
-                          like.numel(), dtype_name(like.dtype())));
-    }
-  }
-}
-
-}  // namespace
-
-std::string prefix(const Comm& comm, const OpRequest& r) {
-  return fmt::format("{} on group '{}' (rank {} of {}) at {}", op_label(r), comm.name, comm.rank,
-                     comm.size(), where_str(r.where));
-}
-
 [[noreturn]] void invalid(const Comm& comm, const OpRequest& r, const std::string& what) {
-  throw InvalidArgument(fmt::format("{}: {}", prefix(comm, r), what));
+  throw InvalidArgument(fmt::format("{}: {}", describe(comm, r), what));
 }
 
 // MPI counts are int.
@@ -63,67 +32,8 @@ int count_of(const Comm& comm, const OpRequest& r, const Tensor& t) {
 }
 
 void check_request(const Comm& comm, const OpRequest& r) {
-  for (const auto* list : {&r.inputs, &r.outputs}) {
-    for (const Tensor& t : *list) {
-      if (!t.defined()) invalid(comm, r, "a tensor is undefined");
-      if (t.device().is_cuda()) {
-        throw Unsupported(fmt::format(
-            "{}: the mpi backend moves cpu tensors only (Debian's Open MPI is not cuda-aware); "
-            "got {}; move the tensor to the cpu",
-            prefix(comm, r), t.str()));
-      }
-    }
-  }
-  const auto n = static_cast<size_t>(comm.size());
-  const bool is_root = r.root == comm.rank;
-  if (has_root(r.kind) && (r.root < 0 || r.root >= comm.size())) {
-    invalid(comm, r, fmt::format("root {} is out of range [0, {})", r.root, comm.size()));
-  }
-  switch (r.kind) {
-    case OpKind::Barrier:
-    case OpKind::NewGroup:
-      return expect_lists(comm, r, 0, 0);
-    case OpKind::AllReduce:
-    case OpKind::Broadcast:
-    case OpKind::Reduce:
-      expect_lists(comm, r, 1, 1);
-      return expect_like(comm, r, r.outputs, r.inputs[0], "the outputs");
-    case OpKind::AllGather:
-      expect_lists(comm, r, 1, n);
-      return expect_like(comm, r, r.outputs, r.inputs[0], "the outputs");
-    case OpKind::Gather:
-      expect_lists(comm, r, 1, is_root ? n : 0);
-      return expect_like(comm, r, r.outputs, r.inputs[0], "the outputs");
-    case OpKind::Scatter:
-      expect_lists(comm, r, is_root ? n : 0, 1);
-      return expect_like(comm, r, r.inputs, r.outputs[0], "the inputs");
-    case OpKind::ReduceScatter:
-      expect_lists(comm, r, n, 1);
-      return expect_like(comm, r, r.inputs, r.outputs[0], "the inputs");
-    case OpKind::AllToAll:
-      expect_lists(comm, r, n, n);
-      for (const auto* list : {&r.inputs, &r.outputs}) {
-        for (const Tensor& t : *list) {
-          if (t.dtype() != r.inputs[0].dtype()) {
-            invalid(comm, r, fmt::format("the tensors mix {} and {}", r.inputs[0].str(), t.str()));
-          }
-        }
-      }
-      return;
-    case OpKind::Send:
-    case OpKind::Recv: {
-      const bool send = r.kind == OpKind::Send;
-      expect_lists(comm, r, send ? 1 : 0, send ? 0 : 1);
-      if (!(r.root >= 0 && r.root < comm.size()) && !(!send && r.root == any_source)) {
-        invalid(comm, r,
-                fmt::format("{} {} is out of range [0, {}){}", send ? "dst" : "src", r.root,
-                            comm.size(), send ? "" : " (or any_source)"));
-      }
-      if (r.tag < 0 || r.tag > comm.tag_ub) {
-        invalid(comm, r, fmt::format("tag {} is out of MPI's range [0, {}]", r.tag, comm.tag_ub));
-      }
-      return;
-    }
+  if (is_point_to_point(r.kind) && r.tag > comm.tag_ub) {
+    invalid(comm, r, fmt::format("tag {} is out of MPI's range [0, {}]", r.tag, comm.tag_ub));
   }
 }
 

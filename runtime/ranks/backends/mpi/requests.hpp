@@ -1,7 +1,7 @@
 #pragma once
 // What the two forms of an op share: the non-blocking one (collectives.cpp, polled by a Work) and
-// the blocking one (blocking.cpp, on the caller's thread under the watchdog). Request checks,
-// MPI's int counts, in-place and staging memory, and all_to_all's size exchange.
+// the blocking one (blocking.cpp, on the caller's thread under the watchdog). MPI's own limits
+// (tags, int counts), in-place and staging memory, and all_to_all's size exchange.
 
 #include <cstddef>
 #include <memory>
@@ -12,14 +12,15 @@
 
 namespace ranks::backends::mpi {
 
-// "all_reduce on group 'world' (rank 0 of 4) at f.cpp:10"
-std::string prefix(const Comm& comm, const OpRequest& r);
+// InvalidArgument: "<op described>: <what>".
 [[noreturn]] void invalid(const Comm& comm, const OpRequest& r, const std::string& what);
 // MPI counts are int: InvalidArgument past INT_MAX.
 int count_of(const Comm& comm, const OpRequest& r, int64_t n);
 int count_of(const Comm& comm, const OpRequest& r, const Tensor& t);
-// Throws InvalidArgument for a request that breaks op.hpp's conventions, Unsupported for
-// non-cpu tensors.
+// What only MPI can refuse, which the capability table cannot say: a tag past MPI_TAG_UB (MPI
+// guarantees 32767). MPI's int counts are checked where each count is taken (count_of).
+// Everything else dispatch has checked before the backend sees the request: op.hpp's
+// conventions, devices (the table has no cuda for mpi), roots, peers, tags below 0.
 void check_request(const Comm& comm, const OpRequest& r);
 
 void copy_bytes(void* dst, const void* src, size_t bytes);

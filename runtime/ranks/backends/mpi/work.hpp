@@ -46,6 +46,14 @@ bool has_abandoned_operations();
 class MpiWork;
 struct AllToAllPlan;
 
+// Staging memory and all_to_all's sizes, counts and displacements (requests.hpp), which MPI reads
+// and writes until the op's requests complete.
+struct Staging {
+  std::unique_ptr<std::byte[]> send;
+  std::unique_ptr<std::byte[]> recv;
+  std::shared_ptr<AllToAllPlan> plan;
+};
+
 // One group's communicator, shared by its Backend and the works in flight on it.
 struct Comm {
   Comm(MPI_Comm comm, std::string group_name, std::shared_ptr<const std::vector<int>> ranks,
@@ -108,10 +116,7 @@ class MpiWork final : public ranks::detail::WorkState {
   MPI_Request request = MPI_REQUEST_NULL;
   std::vector<Step> steps;
   size_t next_step = 0;
-  // Staging memory and count arrays: MPI reads them until the request completes.
-  std::unique_ptr<std::byte[]> send_buffer;
-  std::unique_ptr<std::byte[]> recv_buffer;
-  std::shared_ptr<AllToAllPlan> plan;  // all_to_all's sizes, counts and displacements
+  Staging staging;  // MPI reads and writes it until the request completes
 
  private:
   void wait_for(std::chrono::milliseconds timeout);
