@@ -113,12 +113,6 @@ TEST_F(MpiBackend, BitwiseOnFloatIsInvalid) {
   EXPECT_THROW(c.submit(std::move(r)), InvalidArgument);
 }
 
-TEST_F(MpiBackend, CudaTensorsAreUnsupported) {
-  Comm c = world();
-  Tensor t = Tensor::zeros({4}, DType::Float32, Device::cuda(0));
-  EXPECT_THROW(c.submit(request(OpKind::AllReduce, {t}, {t})), Unsupported);
-}
-
 TEST_F(MpiBackend, ReduceWritesOnlyTheRoot) {
   Comm c = world();
   const auto ranks = all_ranks(c.size);

@@ -301,14 +301,6 @@ class GlooBackend final : public Backend {
       case OpKind::Send:
       case OpKind::Recv:
         return Work(std::make_shared<PointToPointWork>(comm_, std::move(request)));
-      case OpKind::ReduceScatter: {
-        auto state = std::make_shared<ranks::detail::CompletedWork>();
-        state->error = std::make_exception_ptr(Unsupported(fmt::format(
-            "{}: the gloo backend has no reduce_scatter (gloo has none); all_reduce and take "
-            "this rank's slice, or use the mpi or nccl backend",
-            comm_->describe(request))));
-        return Work(state);
-      }
       default: {
         const bool blocking = request.blocking;
         auto work = std::make_shared<CollectiveWork>(comm_, queue_, std::move(request));

@@ -431,8 +431,10 @@ void run_collective(Communicator& comm, OpRequest& request, std::chrono::millise
     case OpKind::Recv:
       break;
   }
-  throw Unsupported(
-      fmt::format("{}: not a collective of the gloo backend", comm.describe(request)));
+  // Dispatch lets nothing through that gloo's row of the capability table refuses.
+  throw BackendError(fmt::format("{}: not a collective of the gloo backend (the capability table "
+                                 "and the gloo backend disagree)",
+                                 comm.describe(request)));
 }
 
 void post_point_to_point(Communicator& comm, const OpRequest& request,

@@ -231,32 +231,10 @@ void issue(Launch& l, ncclComm_t nccl) {
   throw InvalidArgument(fmt::format("{}: the nccl backend has no such op", what()));
 }
 
-// What NCCL cannot do that the arguments ask for: a receive from any source (NCCL matches a
-// receive to one named peer), a tensor on another device than the group's.
-void check_request(const Communicator& comm, const OpRequest& r) {
-  if (r.kind == OpKind::Recv && r.root == any_source) {
-    throw Unsupported(fmt::format(
-        "{}: NCCL has no receive from any source; name the sender (src), or use the gloo or mpi "
-        "backend for this exchange",
-        comm.describe(r)));
-  }
-  for (const auto* list : {&r.inputs, &r.outputs}) {
-    for (const Tensor& t : *list) {
-      if (t.device().is_cuda() && t.device().index != comm.device()) {
-        throw InvalidArgument(fmt::format(
-            "{}: tensor {} is on cuda:{} but this rank's nccl communicator is on cuda:{} "
-            "(LOCAL_RANK); move it with .to(ranks::comm_device())",
-            comm.describe(r), t.str(), t.device().index, comm.device()));
-      }
-    }
-  }
-}
-
 void enqueue(NcclWork& work) {
   Communicator& comm = *work.comm();
   OpRequest& r = work.request();
   auto what = [&] { return comm.describe(r); };
-  check_request(comm, r);
   if (r.kind == OpKind::Recv) work.source_rank = r.root;
   DeviceGuard guard(comm.device(), what);
   work.done_event = comm.take_event();
@@ -300,15 +278,17 @@ Work start(const std::shared_ptr<Communicator>& comm, OpRequest&& request) {
   auto work = std::make_shared<NcclWork>(comm, std::move(request));
   try {
     enqueue(*work);
-  } catch (const Error& e) {
+  } catch (const InvalidArgument&) {
+    throw;  // a refusal leaves the communicator as it was, and is thrown from submit, as
+            // dispatch's are
+  } catch (const Unsupported&) {
+    throw;
+  } catch (const Error&) {
     // A launch that NCCL may have half taken (a timeout while it settled, an NCCL error) leaves
-    // the communicator unusable; an argument error leaves it as it was.
-    const bool launched_or_nccl = dynamic_cast<const InvalidArgument*>(&e) == nullptr &&
-                                  dynamic_cast<const Unsupported*>(&e) == nullptr;
-    if (launched_or_nccl) comm->fail(std::current_exception(), &work->request());
+    // the communicator unusable: the op, and every later one, fails with the group.
+    comm->fail(std::current_exception(), &work->request());
     auto failed = std::make_shared<ranks::detail::CompletedWork>();
-    failed->error =
-        launched_or_nccl ? comm->failure_for(work->request()) : std::current_exception();
+    failed->error = comm->failure_for(work->request());
     return Work(failed);
   }
   Watchdog::instance().watch(work);
