@@ -70,6 +70,16 @@ struct BackendCapabilities {
   // connections drop, Open MPI's runtime ends the job), or only when their own op times out
   // (NCCL sees no dead peer: its watchdog's Timeout is what the survivors get).
   bool dead_peer_noticed_at_once = true;
+  // Whether the ranks find each other through the rendezvous store (MASTER_ADDR/MASTER_PORT);
+  // Open MPI's ranks are connected by its own runtime, so they need no store.
+  bool rendezvous_through_store = true;
+  // How the backend's ranks are started, as MMEngine names launchers: "pytorch" (one process per
+  // rank, torchrun's variables: what `ranks run` does) or "mpi" (mpirun starts and connects them:
+  // `ranks run` starts mpirun). A simulated rank's infer_launcher() answers it.
+  std::string_view launcher = "pytorch";
+  // The cost-model preset of the hardware the backend usually runs on (`ranks bench --sim`
+  // without --model).
+  std::string_view usual_hardware = "h100-nvlink-ib";
 
   const OpSupport* find(OpKind op) const {
     const int8_t row = row_of_[static_cast<size_t>(op)];

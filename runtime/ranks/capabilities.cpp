@@ -92,13 +92,20 @@ const BackendCapabilities nccl = [] {
   c.dead_peer_noticed_at_once = false;
   return c;
 }();
-const BackendCapabilities gloo{"gloo", gloo_ops, all_reduce_ops, torch_sources};
+const BackendCapabilities gloo = [] {
+  BackendCapabilities c{"gloo", gloo_ops, all_reduce_ops, torch_sources};
+  c.usual_hardware = "ethernet-40g";
+  return c;
+}();
 const BackendCapabilities mpi = [] {
   BackendCapabilities c{"mpi", mpi_ops, all_reduce_ops, torch_sources};
   c.after_timeout = AfterTimeout::RanksCollectivesRefused;
   c.after_timeout_note =
       "a timed-out send or receive is cancelled, but a collective cannot be, so the rank's MPI "
       "communicator runs no more collectives";
+  c.rendezvous_through_store = false;
+  c.launcher = "mpi";
+  c.usual_hardware = "pcie-gen5-ib";
   return c;
 }();
 
@@ -238,8 +245,9 @@ std::span<const std::string_view> backend_names() { return names; }
 
 Device comm_device() {
   const Context& context = current();
-  if (context.initialized && context.backend_name == "nccl")
+  if (context.initialized && capabilities(context.backend_name).one_gpu_per_rank) {
     return Device::cuda(context.local_rank);
+  }
   return Device::cpu();
 }
 

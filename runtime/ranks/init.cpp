@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ranks/config.hpp"
+#include "ranks/capabilities.hpp"
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/launch/launcher.hpp"
@@ -27,7 +28,7 @@ std::string infer_launcher() {
   // torchrun variables, or mpirun for mpi), so that a program choosing its path by launcher takes
   // the distributed one in the simulator too; the simulator sets no launcher variables.
   if (detail::simulating_on_this_thread() && current().initialized) {
-    return current().backend_name == "mpi" ? "mpi" : "pytorch";
+    return std::string(capabilities(current().backend_name).launcher);
   }
   return launch::infer_launcher(launch::Env::process());
 }

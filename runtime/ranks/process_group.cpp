@@ -41,17 +41,20 @@ bool needs_master(const InitOptions& options) {
 }
 
 // Who this process is: explicit options win, then the launcher's variables.
-Membership membership(const InitOptions& options, const std::string& backend) {
+Membership membership(const InitOptions& options, const BackendCapabilities& rules) {
   Membership m;
   launch::Env env = launch::Env::process();
   std::string launcher = launch::launcher_for_main(env);
   const bool explicit_identity = options.rank >= 0 && options.world_size > 0;
   if (launcher != "none" && (!explicit_identity || needs_master(options))) {
-    if (backend == "mpi" && !env.has("MASTER_ADDR")) env.set("MASTER_ADDR", "127.0.0.1");
+    // A backend that needs no store needs no MASTER_ADDR either; the launcher's reader asks.
+    if (!rules.rendezvous_through_store && !env.has("MASTER_ADDR")) {
+      env.set("MASTER_ADDR", "127.0.0.1");
+    }
     launch::LaunchInfo info = launch::read_launch(launcher, env);
     m = {info.rank,       info.world_size,  info.local_rank,
          info.local_size, info.master_addr, info.master_port};
-  } else if (!explicit_identity && backend != "mpi") {
+  } else if (!explicit_identity && rules.rendezvous_through_store) {
     throw RendezvousError(
         "init_process_group: no rank and world size: pass InitOptions::rank and world_size, or "
         "start the program with a launcher (ranks run, torchrun, srun, mpirun)");
@@ -199,12 +202,13 @@ void init_process_group(const InitOptions& options) {
     throw InvalidArgument(fmt::format("init_process_group: timeout must be positive, got {} ms",
                                       options.timeout.count()));
   }
-  Membership m = membership(options, backend);
+  const BackendCapabilities& rules = capabilities(backend);
+  Membership m = membership(options, rules);
   backends::WorldSetup setup;
   setup.rank = m.rank;
   setup.world_size = m.world_size;
   setup.timeout = options.timeout;
-  if (backend != "mpi" || options.store) {
+  if (rules.rendezvous_through_store || options.store) {
     setup.store = make_store(options, m);
     if (!m.local_rank || !m.local_size) exchange_hosts(m, *setup.store);
   }

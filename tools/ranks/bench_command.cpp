@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "mpirun.hpp"
+#include "ranks/sim.hpp"
 
 namespace ranks::cli {
 
@@ -40,9 +41,9 @@ std::string bench_program() {
 // A simulated bench predicts times, so it needs a cost model ("free" would print zeros): without
 // --model, the preset of the hardware the emulated backend usually runs on.
 std::string default_model(const std::string& backend) {
-  if (backend == "gloo") return "ethernet-40g";
-  if (backend == "mpi") return "pcie-gen5-ib";
-  return "h100-nvlink-ib";  // nccl, the simulator's default rules
+  // No --backend: the simulator's default rules.
+  return std::string(
+      ranks::capabilities(backend.empty() ? sim::Options{}.backend : backend).usual_hardware);
 }
 
 int run_bench(const BenchArgs& a) {
@@ -57,7 +58,7 @@ int run_bench(const BenchArgs& a) {
     std::fprintf(stderr, "ranks bench: --bind-to is for measured runs (without --sim)\n");
     return 2;
   }
-  if (!a.simulate && a.backend == "mpi") {
+  if (!a.simulate && !a.backend.empty() && ranks::capabilities(a.backend).launcher == "mpi") {
     std::vector<std::string> program = {bench_program()};
     program.insert(program.end(), a.bench_args.begin(), a.bench_args.end());
     exec_program(mpirun_command(a.world_size, a.bind_to, program));
@@ -92,7 +93,7 @@ Command add_bench_command(CLI::App& app) {
   bench->add_option("-n,--nproc", args->world_size, "number of ranks")
       ->check(CLI::Range(1, 1 << 24));
   bench->add_option("--backend", args->backend, "gloo | mpi | nccl (simulated: whose rules)")
-      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+      ->check(CLI::IsMember(backend_choices()));
   bench
       ->add_option("--bind-to", args->bind_to,
                    "measured: core (each rank on one CPU, in turn) or none; default: the "

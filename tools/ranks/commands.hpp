@@ -4,10 +4,20 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "ranks/capabilities.hpp"
 
 namespace ranks::cli {
 
 using Command = std::function<int()>;
+
+// What --backend accepts: the backends of the capability table.
+inline std::vector<std::string> backend_choices() {
+  const auto names = backend_names();
+  return {names.begin(), names.end()};
+}
 
 Command add_sim_command(CLI::App& app);
 Command add_matrix_command(CLI::App& app);

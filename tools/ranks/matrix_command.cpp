@@ -14,7 +14,7 @@ Command add_matrix_command(CLI::App& app) {
   auto backend = std::make_shared<std::string>();
   CLI::App* matrix = app.add_subcommand("matrix", "print what each backend supports (markdown)");
   matrix->add_option("--backend", *backend, "one backend (default: all)")
-      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+      ->check(CLI::IsMember(backend_choices()));
   return [backend] {
     std::string out = "## ranks backend support matrix\n\n";
     out +=

@@ -289,8 +289,11 @@ int report_mpirun_failure(const Child& mpirun) {
 }
 
 int run(const RunArgs& args) {
-  const int port = args.master_port != 0 || args.backend == "mpi" ? args.master_port
-                                                                  : launch::free_rendezvous_port();
+  // No --backend: the program's own choice, which `ranks run` starts as torchrun would.
+  const bool through_mpirun =
+      !args.backend.empty() && ranks::capabilities(args.backend).launcher == "mpi";
+  const int port = args.master_port != 0 || through_mpirun ? args.master_port
+                                                           : launch::free_rendezvous_port();
   if (pipe2(child_exited_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::runtime_error("pipe failed");
   struct sigaction action {};
@@ -304,12 +307,12 @@ int run(const RunArgs& args) {
   const std::vector<int> cpus =
       args.bind_to == "core" ? launch::allowed_cpus() : std::vector<int>{};
   // With mpi, one child: mpirun, which starts the ranks and tags each of their lines.
-  std::vector<Child> children(args.backend == "mpi" ? 1 : static_cast<size_t>(args.nproc));
-  if (args.backend == "mpi") {
+  std::vector<Child> children(through_mpirun ? 1 : static_cast<size_t>(args.nproc));
+  if (through_mpirun) {
     children.front().rank = kMpirun;
     spawn(children.front(), args, port, -1);
   }
-  for (int i = 0; args.backend != "mpi" && i < args.nproc; ++i) {
+  for (int i = 0; !through_mpirun && i < args.nproc; ++i) {
     children[static_cast<size_t>(i)].rank = args.node_rank * args.nproc + i;
     const int cpu = cpus.empty() ? -1 : launch::cpu_for_local_rank(cpus, i);
     spawn(children[static_cast<size_t>(i)], args, port, cpu);
@@ -461,7 +464,7 @@ Command add_run_command(CLI::App& app) {
       ->required()
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--backend", args->backend, "RANKS_BACKEND for the processes")
-      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+      ->check(CLI::IsMember(backend_choices()));
   cmd->add_option("--nnodes", args->nnodes, "nodes in the job")->check(CLI::PositiveNumber);
   cmd->add_option("--node-rank", args->node_rank, "this node's index")
       ->check(CLI::NonNegativeNumber);
@@ -485,7 +488,8 @@ Command add_run_command(CLI::App& app) {
                    args->nnodes);
       return 2;
     }
-    if (args->backend == "mpi" && args->nnodes > 1) {
+    if (!args->backend.empty() && ranks::capabilities(args->backend).launcher == "mpi" &&
+        args->nnodes > 1) {
       // MPI_COMM_WORLD comes from mpirun, not from the torchrun-style variables.
       std::fprintf(stderr,
                    "ranks run: --backend mpi starts this node's ranks through mpirun; for "

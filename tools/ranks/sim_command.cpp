@@ -262,7 +262,7 @@ Command add_sim_command(CLI::App& app) {
   auto* backend = sim->add_option("--backend", args->backend,
                                   "backend whose rules to emulate (default: nccl, or the backend a "
                                   "calibrated --model file was measured on)")
-                      ->check(CLI::IsMember({"nccl", "gloo", "mpi"}));
+                      ->check(CLI::IsMember(backend_choices()));
   auto* seed = sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving")
                    ->check(CLI::Range(uint64_t{0}, uint64_t{std::numeric_limits<int64_t>::max()}));
   sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")

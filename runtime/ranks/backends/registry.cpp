@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cctype>
 #include <filesystem>
+#include <string>
 #include <map>
 #include <numeric>
 
@@ -15,6 +17,13 @@
 namespace ranks::backends {
 
 namespace {
+
+// "GLOO" for "gloo": the backend's name as its RANKS_WITH_ option spells it.
+std::string upper_case(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return upper;
+}
 
 // Where this libranks.so lies: its backends were built and installed beside it.
 std::filesystem::path library_directory() {
@@ -84,9 +93,7 @@ std::unique_ptr<Backend> create_world(std::string_view name, const WorldSetup& s
                   "-DRANKS_WITH_{}=ON, or simulate the program with `ranks sim -n N --backend {}`",
                   name, RANKS_VERSION,
                   names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")),
-                  name == "gloo"  ? "GLOO"
-                  : name == "mpi" ? "MPI"
-                                  : "NCCL",
+                  upper_case(name),
                   name));
 }
 
