@@ -40,6 +40,12 @@ struct Options {
   // (A rank that keeps the thread past the timeout, or dies on a signal, is reported from a
   // signal handler, where this cannot run: see detail::install_crash_report.)
   std::function<void(const Report&)> on_exit;
+  // Called on every switch of the one thread the ranks share: with the rank about to run, or -1
+  // when the thread goes back to the simulator's own fibers (the caller of run(), Boost's
+  // dispatcher). This is where a language runtime swaps in a rank's own interpreter state (a
+  // Python binding: the rank's PyThreadState) so that each rank runs with its own. It runs between
+  // fibers: it must not block, throw or call into ranks. Empty: nothing is called.
+  std::function<void(int rank)> on_rank_switch;
 };
 
 struct RankReport {

@@ -66,6 +66,7 @@ Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
   }
   ranks_per_node_ = options.ranks_per_node == 0 ? options.world_size : options.ranks_per_node;
   peers_fail_fast_ = ranks::capabilities(options.backend).dead_peer_noticed_at_once;
+  if (options_.on_rank_switch) on_rank_switch_ = &options_.on_rank_switch;
   for (const Fault& fault : faults_) {
     if (fault.kind == Fault::Kind::CrashAtTime) {
       events_.push(Event{fault.at, event_order_++, fault.rank, &fault, nullptr});
@@ -88,6 +89,7 @@ void Engine::switching_to(boost::fibers::context* fiber, SimRank* rank) {
   // Only this thread writes it: a plain increment, not a locked read-modify-write.
   switches_.store(switches_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   running_context_ = rank != nullptr ? &rank->context : nullptr;
+  if (on_rank_switch_ != nullptr) [[unlikely]] (*on_rank_switch_)(rank != nullptr ? rank->rank : -1);
 }
 
 void Engine::run_rank(SimRank& rank, const std::function<void()>& body) {

@@ -258,6 +258,8 @@ class Engine final : public Clock {
   SimRank* waking_ = nullptr;  // see take_waking()
   Scheduler* scheduler_ = nullptr;
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
+  // Options::on_rank_switch, or null when empty: one test of a pointer per switch.
+  const std::function<void(int)>* on_rank_switch_ = nullptr;
   std::optional<Failure> first_failure_;
   std::optional<std::string> first_mismatch_;  // raised, whether or not the program caught it
   bool stuck_ = false;
