@@ -6,7 +6,7 @@
 Runs bug_stuck_ranks under `ranks run -n 4 --backend gloo` with a 2 s timeout: rank 3 waits in a
 recv that rank 0 posts only after an all_reduce, ranks 0 and 1 wait in that all_reduce, rank 2
 computes for 40 minutes. Each timed-out rank writes where it is stuck to the store and reads what
-the ranks it waits on wrote within a 2.5 s window, long enough for a loaded CI machine (detail/stuck_peers.hpp). Checks that rank 3 names rank 0's
+the ranks it waits on wrote within a 2.5 s window, long enough for a loaded CI machine (real/stuck_peers.hpp). Checks that rank 3 names rank 0's
 all_reduce, that ranks 0 and 1 name rank 3's recv and each other, that rank 2 is the one that
 wrote nothing, and that ranks run says no rank failed for a reason of its own and that it
 stopped rank 2 (the command returned: ctest's timeout catches a hang).

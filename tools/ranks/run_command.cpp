@@ -28,7 +28,7 @@
 
 #include "commands.hpp"
 #include "mpirun.hpp"
-#include "ranks/detail/fatal.hpp"
+#include "ranks/real/fatal.hpp"
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
 
@@ -322,7 +322,7 @@ int run(const RunArgs& args) {
   constexpr auto kBlameWindow = std::chrono::milliseconds(300);
   // A rank that stopped for a timeout or a peer's failure (exit 75) explains little, and the
   // others are then likely on their way out with their own account: a timed-out rank waits up
-  // to 2 s for the ranks it waits on to say where they are stuck (detail/stuck_peers.hpp).
+  // to 2 s for the ranks it waits on to say where they are stuck (real/stuck_peers.hpp).
   // Stopping them at once would lose exactly the messages that name the culprit.
   constexpr auto kSymptomWindow = std::chrono::milliseconds(3000);
   auto window = [&] {

@@ -29,7 +29,7 @@
 #include "ranks/backends/gloo/work.hpp"
 #include "ranks/backends/join.hpp"
 #include "ranks/backends/plugin.hpp"
-#include "ranks/detail/fatal.hpp"
+#include "ranks/real/fatal.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/stores.hpp"
 

@@ -1,6 +1,6 @@
 #include "ranks/backends/gloo/watchdog.hpp"
 
-#include "ranks/detail/stuck_peers.hpp"
+#include "ranks/real/stuck_peers.hpp"
 
 namespace ranks::backends::gloo::detail {
 

@@ -3,10 +3,10 @@
 // a wait expires (tcp UnboundBuffer::waitRecv signals the whole context), so the first rank of a
 // stuck group to give up would break the op of every peer that waited a millisecond less: they
 // would report a broken connection instead of their own timeout, and never say where they were
-// stuck (detail/stuck_peers.hpp), and which rank came first would be a race between processes.
+// stuck (real/stuck_peers.hpp), and which rank came first would be a race between processes.
 //
 // So gloo waits get a timeout past the op's deadline and the stuck-peer window (gloo_timeout),
-// and the process's deadline watchdog (detail/deadline_watchdog.hpp, call-back policy) times ops
+// and the process's deadline watchdog (real/deadline_watchdog.hpp, call-back policy) times ops
 // out at their deadline instead: Communicator::time_out writes where this rank is stuck, reads
 // the others' records, and only then closes the group. Peers that time out at about the same
 // moment have their own deadline pass before any connection closes.
@@ -14,7 +14,7 @@
 #include <chrono>
 
 #include "ranks/backends/gloo/work.hpp"
-#include "ranks/detail/deadline_watchdog.hpp"
+#include "ranks/real/deadline_watchdog.hpp"
 
 namespace ranks::backends::gloo::detail {
 

@@ -14,7 +14,7 @@
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/error_kind.hpp"
 #include "ranks/detail/failure_text.hpp"
-#include "ranks/detail/stuck_peers.hpp"
+#include "ranks/real/stuck_peers.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::gloo::detail {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "ranks/backend.hpp"
-#include "ranks/detail/group_failure.hpp"
+#include "ranks/real/group_failure.hpp"
 #include "ranks/op.hpp"
 #include "ranks/work.hpp"
 
@@ -86,7 +86,7 @@ class Communicator {
   // error as fail() does. The watchdog calls it, and waits that give up before the op. One at a
   // time: while it waits for the others' records, fail() and another time_out wait for it.
   std::exception_ptr time_out(const OpRequest& request, std::chrono::milliseconds timeout);
-  // A Timeout, with what the ranks it waits on say of themselves (detail/stuck_peers.hpp);
+  // A Timeout, with what the ranks it waits on say of themselves (real/stuck_peers.hpp);
   // any other error as it is.
   std::exception_ptr with_stuck_peers(const OpRequest& request, std::exception_ptr error,
                                       std::chrono::milliseconds waited) const;

@@ -1,6 +1,6 @@
 #include "ranks/backends/mpi/watchdog.hpp"
 
-#include "ranks/detail/fatal.hpp"
+#include "ranks/real/fatal.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::mpi {

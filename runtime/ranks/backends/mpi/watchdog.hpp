@@ -1,7 +1,7 @@
 #pragma once
 // The deadline of blocking MPI calls. A blocking collective runs on the caller's thread (see
 // blocking.hpp), and MPI can neither time it out nor cancel it; so the process's deadline
-// watchdog (detail/deadline_watchdog.hpp, exit policy) ends the process when such a call is still
+// watchdog (real/deadline_watchdog.hpp, exit policy) ends the process when such a call is still
 // inside MPI past its deadline, the way an uncaught Timeout ends a ranks::main program
 // (detail::exit_on: the message, the job's first failure when another rank published one, exit
 // status 1). The launcher (mpirun, srun, ranks run) then stops the other ranks. This is torch's
@@ -10,7 +10,7 @@
 #include <chrono>
 
 #include "ranks/backends/mpi/work.hpp"
-#include "ranks/detail/deadline_watchdog.hpp"
+#include "ranks/real/deadline_watchdog.hpp"
 
 namespace ranks::backends::mpi {
 

@@ -13,7 +13,7 @@
 #include "ranks/backends/nccl/watchdog.hpp"
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/failure_text.hpp"
-#include "ranks/detail/stuck_peers.hpp"
+#include "ranks/real/stuck_peers.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::backends::nccl::detail {

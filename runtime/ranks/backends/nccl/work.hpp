@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "ranks/backend.hpp"
-#include "ranks/detail/group_failure.hpp"
+#include "ranks/real/group_failure.hpp"
 #include "ranks/op.hpp"
 #include "ranks/work.hpp"
 

@@ -1,4 +1,4 @@
-#include "ranks/detail/stuck_peers.hpp"
+#include "ranks/real/stuck_peers.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

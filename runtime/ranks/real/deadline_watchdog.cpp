@@ -1,4 +1,4 @@
-#include "ranks/detail/deadline_watchdog.hpp"
+#include "ranks/real/deadline_watchdog.hpp"
 
 #include <algorithm>
 #include <thread>

@@ -1,4 +1,4 @@
-#include "ranks/detail/first_failure.hpp"
+#include "ranks/real/first_failure.hpp"
 
 #include <fmt/format.h>
 

@@ -1,9 +1,9 @@
-#include "ranks/detail/fatal.hpp"
+#include "ranks/real/fatal.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "ranks/detail/first_failure.hpp"
+#include "ranks/real/first_failure.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::detail {

@@ -1,4 +1,4 @@
-#include "ranks/detail/group_failure.hpp"
+#include "ranks/real/group_failure.hpp"
 
 #include "ranks/detail/error_kind.hpp"
 #include "ranks/detail/failure_text.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "ranks/context.hpp"
-#include "ranks/detail/fatal.hpp"
+#include "ranks/real/fatal.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
 #include "ranks/launch/launcher.hpp"
