@@ -9,3 +9,22 @@ find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 endif()
+
+# The Python package: Debian's python3 and pybind11 (python3-dev, pybind11-dev). Debian's
+# interpreter, not whichever python3 is first on PATH: the package is built for its ABI and
+# installed where it looks (lib/python3/dist-packages).
+set(RANKS_HAS_PYTHON OFF)
+if(NOT RANKS_WITH_PYTHON STREQUAL "OFF")
+  if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(Python3 COMPONENTS Interpreter Development.Module)
+  set(PYBIND11_FINDPYTHON ON)
+  find_package(pybind11 CONFIG QUIET)
+  if(Python3_FOUND AND pybind11_FOUND)
+    set(RANKS_HAS_PYTHON ON)
+  elseif(RANKS_WITH_PYTHON STREQUAL "ON")
+    message(FATAL_ERROR "RANKS_WITH_PYTHON=ON needs python3-dev and pybind11-dev")
+  endif()
+endif()
+message(STATUS "ranks: Python package ${RANKS_HAS_PYTHON}")

@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libcereal-dev libdlpack-dev
   libgloo-dev libopenmpi-dev openmpi-bin
-  python3-matplotlib
+  python3-matplotlib python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
 )
 
 missing=()

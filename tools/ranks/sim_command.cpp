@@ -100,6 +100,9 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
       {"RANKS_SIM_MODEL", args.model},
       {"RANKS_SIM_MOVE_DATA", args.shapes_only ? "0" : "1"},
   });
+  // Same seed, same run, for Python programs too: string hashes (set and dict iteration order)
+  // are fixed unless the caller chose a hash seed.
+  if (std::getenv("PYTHONHASHSEED") == nullptr) environment.emplace_back("PYTHONHASHSEED=0");
   std::vector<std::string> argv_strings = args.program;
   std::vector<char*> argv = pointers_to(argv_strings);
   std::vector<char*> envp = pointers_to(environment);

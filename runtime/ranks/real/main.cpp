@@ -12,6 +12,7 @@
 
 #include "ranks/context.hpp"
 #include "ranks/real/fatal.hpp"
+#include "ranks/real/run_simulated.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
 #include "ranks/launch/launcher.hpp"
@@ -87,9 +88,17 @@ void publish(const sim::Report& report) {
   std::fputs(("\n" + report.to_text()).c_str(), stdout);
 }
 
-int run_simulated(const std::function<void()>& body) {
+std::string main_launcher() { return launch::launcher_for_main(launch::Env::process()); }
+
+}  // namespace
+
+namespace detail {
+
+int run_simulated(const std::function<void()>& body,
+                  const std::function<void(sim::Options&)>& adjust) {
   sim::Report report;
   sim::Options options = sim_options_from_env();
+  if (adjust) adjust(options);
   sim::detail::install_crash_report(env("RANKS_SIM_REPORT"));
   options.on_exit = [](const sim::Report& at_exit) {
     try {
@@ -112,14 +121,12 @@ int run_simulated(const std::function<void()>& body) {
   return report.outcome == sim::Outcome::Ok ? 0 : 1;
 }
 
-std::string main_launcher() { return launch::launcher_for_main(launch::Env::process()); }
-
-}  // namespace
+}  // namespace detail
 
 int main(int /*argc*/, char** /*argv*/, const std::function<void()>& body) {
   bool real = false;
   try {
-    if (env("RANKS_SIM_WORLD_SIZE")) return run_simulated(body);
+    if (env("RANKS_SIM_WORLD_SIZE")) return detail::run_simulated(body, {});
     if (const std::string launcher = main_launcher(); launcher != "none") {
       real = true;
       InitOptions options;

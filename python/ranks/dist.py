@@ -1,0 +1,338 @@
+"""MMEngine's ``mmengine.dist`` API (names, signatures, defaults, non-distributed fallbacks),
+plus torch.distributed's point-to-point, reduce, scatter, reduce_scatter, all_to_all and async
+work handles, over ranks' C++ runtime: real gloo, mpi and nccl processes, or simulated ranks.
+
+Tensors are torch tensors (CPU or CUDA) or numpy arrays, shared with the runtime through DLPack:
+in-place collectives write into the caller's memory, nothing is copied on the way in. Objects
+travel pickled, as in MMEngine and torch: a peer's payload is trusted exactly as ``pickle.loads``
+trusts its input, so run jobs only with peers you trust.
+
+Where MMEngine has a trap, this module does what ranks' C++ API does (docs/python.md lists them):
+``src``/``dst`` are ranks within ``group`` everywhere; ``collect_results`` keeps ``None`` results;
+``sync_random_seed`` draws from ranks' per-rank generator (seeded per rank in the simulator), not
+from numpy's global one; ``get_local_rank``/``get_local_size`` come from the launcher.
+"""
+
+import functools
+import pickle
+
+from ranks import _core
+from ranks.errors import InvalidArgument
+
+Work = _core.Work
+Group = _core.Group
+
+_REDUCE_OPS = ("sum", "mean", "product", "min", "max", "band", "bor", "bxor")
+_LAUNCHERS = ("pytorch", "slurm", "mpi")
+
+
+def _seconds(timeout):
+    if timeout is None:
+        return None
+    if hasattr(timeout, "total_seconds"):  # datetime.timedelta, as torch takes it
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def _op_name(op):
+    if not isinstance(op, str):
+        raise InvalidArgument(f"op must be a string, one of {', '.join(_REDUCE_OPS)}; got {op!r}")
+    return op.lower()
+
+
+def _empty_like(data):
+    empty_like = getattr(type(data), "new_empty", None)
+    if empty_like is not None:  # torch: same dtype and device
+        return data.new_empty(data.shape)
+    import numpy
+    return numpy.empty_like(data)
+
+
+def _from_capsule(capsule, like):
+    if hasattr(like, "new_empty"):
+        from torch.utils import dlpack
+        return dlpack.from_dlpack(capsule)
+
+    class _Exported:  # numpy.from_dlpack takes an object with __dlpack__, not a capsule
+        def __dlpack__(self, stream=None):
+            return capsule
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    import numpy
+    return numpy.from_dlpack(_Exported())
+
+
+# Initialisation ---------------------------------------------------------------------------------
+
+def init_dist(launcher, backend="nccl", init_backend="torch", **kwargs):
+    """Joins the job started by ``launcher`` ('pytorch', 'slurm' or 'mpi') over ``backend``.
+
+    Under ``ranks sim`` every simulated rank is already in its world: this adopts it. Keyword
+    arguments as torch's init_process_group takes them: ``timeout`` (seconds or a timedelta),
+    ``init_method``.
+    """
+    del init_backend  # MMEngine's switch between torch and other runtimes: ranks is the runtime
+    if launcher not in _LAUNCHERS:
+        raise InvalidArgument(f"Invalid launcher type: {launcher}; expected one of "
+                              f"{', '.join(_LAUNCHERS)}")
+    _core.init_dist(launcher, backend, kwargs.get("init_method"), _seconds(kwargs.get("timeout")))
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1):
+    """torch.distributed.init_process_group's subset: env://, tcp:// and file:// rendezvous."""
+    _core.init_process_group(backend or "", init_method, world_size, rank, _seconds(timeout))
+
+
+infer_launcher = _core.infer_launcher
+destroy_process_group = _core.destroy_process_group
+is_initialized = _core.is_initialized
+
+
+# Queries ------------------------------------------------------------------------------------------
+
+def is_distributed():
+    return _core.is_distributed()
+
+
+def get_default_group():
+    if not is_distributed():
+        raise RuntimeError("Default process group has not been initialized, "
+                           "please make sure to call init_process_group.")
+    return None
+
+
+def get_backend(group=None):
+    return _core.get_backend(group)
+
+
+def get_world_size(group=None):
+    return _core.get_world_size(group)
+
+
+def get_rank(group=None):
+    return _core.get_rank(group)
+
+
+def get_local_size():
+    return _core.get_local_size()
+
+
+def get_local_rank():
+    return _core.get_local_rank()
+
+
+def get_dist_info(group=None):
+    """(rank, world_size): rank first, as MMEngine has it."""
+    return get_rank(group), get_world_size(group)
+
+
+def is_main_process(group=None):
+    return get_rank(group) == 0
+
+
+def master_only(func):
+    """Runs ``func`` on global rank 0 only; elsewhere the call returns None."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if is_main_process():
+            return func(*args, **kwargs)
+        return None
+
+    return wrapper
+
+
+def new_group(ranks=None, timeout=None, backend=None):
+    """A group of the given global ranks (all ranks when None); every rank must call it.
+
+    ``backend`` is accepted for torch's signature; the group uses the world's backend.
+    """
+    del backend
+    if not is_distributed():
+        return None
+    group = _core.new_group(list(range(get_world_size())) if ranks is None else list(ranks))
+    if timeout is not None and group.is_member:
+        group.timeout = _seconds(timeout)
+    return group
+
+
+def barrier(group=None):
+    if is_distributed():
+        _core.barrier(group)
+
+
+# Tensor collectives -------------------------------------------------------------------------------
+
+def all_reduce(data, op="sum", group=None, async_op=False):
+    """Reduces ``data`` in place across ``group`` (op: sum, mean, product, min, max, band, bor,
+    bxor; case-insensitive). World size 1 or not distributed: nothing happens."""
+    op = _op_name(op)
+    if get_world_size(group) <= 1:
+        return None
+    return _core.all_reduce(data, op, group, async_op)
+
+
+def all_gather(data, group=None):
+    """Every member's ``data`` (same shape and dtype on all), in group-rank order."""
+    size = get_world_size(group)
+    if size <= 1:
+        return [data]
+    outputs = [_empty_like(data) for _ in range(size)]
+    _core.all_gather(outputs, data, group, False)
+    return outputs
+
+
+def gather(data, dst=0, group=None):
+    """Every member's ``data`` on ``dst`` (a rank within group); [] elsewhere."""
+    size = get_world_size(group)
+    if size <= 1:
+        return [data]
+    outputs = [_empty_like(data) for _ in range(size)] if get_rank(group) == dst else []
+    _core.gather(outputs, data, dst, group, False)
+    return outputs
+
+
+def broadcast(data, src=0, group=None, async_op=False):
+    """``src``'s ``data`` (a rank within group) into every member's, in place."""
+    if get_world_size(group) <= 1:
+        return None
+    return _core.broadcast(data, src, group, async_op)
+
+
+def reduce(data, dst=0, op="sum", group=None, async_op=False):
+    op = _op_name(op)
+    if get_world_size(group) <= 1:
+        return None
+    return _core.reduce(data, dst, op, group, async_op)
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    if get_world_size(group) <= 1:
+        if scatter_list:
+            _copy_into(tensor, scatter_list[0])
+        return None
+    return _core.scatter(tensor, list(scatter_list or []), src, group, async_op)
+
+
+def reduce_scatter(output, input_list, op="sum", group=None, async_op=False):
+    op = _op_name(op)
+    if get_world_size(group) <= 1:
+        _copy_into(output, input_list[0])
+        return None
+    return _core.reduce_scatter(output, list(input_list), op, group, async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    if get_world_size(group) <= 1:
+        _copy_into(output_tensor_list[0], input_tensor_list[0])
+        return None
+    return _core.all_to_all(list(output_tensor_list), list(input_tensor_list), group, async_op)
+
+
+def _copy_into(out, value):
+    if hasattr(out, "copy_"):
+        out.copy_(value)
+    else:
+        out[...] = value
+
+
+def send(tensor, dst, group=None, tag=0):
+    _core.send(tensor, dst, group, tag)
+
+
+def recv(tensor, src=None, group=None, tag=0):
+    """Receives into ``tensor``; ``src`` None: from any rank. Returns the sender's rank."""
+    return _core.recv(tensor, -1 if src is None else src, group, tag)
+
+
+def isend(tensor, dst, group=None, tag=0):
+    return _core.isend(tensor, dst, group, tag)
+
+
+def irecv(tensor, src=None, group=None, tag=0):
+    return _core.irecv(tensor, -1 if src is None else src, group, tag)
+
+
+def sync_random_seed(group=None):
+    """Rank 0's random draw in [0, 2**31), the same on every member."""
+    return _core.sync_random_seed(group)
+
+
+# Object collectives -------------------------------------------------------------------------------
+
+def broadcast_object_list(data, src=0, group=None):
+    """``src``'s list of picklable objects into every member's list, in place."""
+    assert isinstance(data, list)
+    if get_world_size(group) <= 1:
+        return
+    mine = [pickle.dumps(item) for item in data] if get_rank(group) == src else []
+    received = _core.broadcast_object_list(mine, src, group)
+    if get_rank(group) != src:
+        data[:] = [pickle.loads(item) for item in received]
+
+
+def all_gather_object(data, group=None):
+    """Every member's picklable ``data``, in group-rank order."""
+    if get_world_size(group) <= 1:
+        return [data]
+    parts = _core.all_gather_object(pickle.dumps(data), group)
+    mine = get_rank(group)
+    return [data if i == mine else pickle.loads(part) for i, part in enumerate(parts)]
+
+
+def gather_object(data, dst=0, group=None):
+    """Every member's picklable ``data`` on ``dst``; None elsewhere."""
+    if get_world_size(group) <= 1:
+        return [data]
+    parts = _core.gather_object(pickle.dumps(data), dst, group)
+    if parts is None:
+        return None
+    mine = get_rank(group)
+    return [data if i == mine else pickle.loads(part) for i, part in enumerate(parts)]
+
+
+def all_reduce_dict(data, op="sum", group=None):
+    """Reduces every tensor value of ``data`` in one flattened all_reduce, keys sorted; ranks
+    whose keys, shapes or dtypes differ get a Mismatch naming the difference."""
+    assert isinstance(data, dict)
+    op = _op_name(op)
+    if get_world_size(group) <= 1 or not data:
+        return
+    capsules = _core.all_reduce_dict(data, op, group)
+    for key, capsule in capsules.items():
+        data[key] = _from_capsule(capsule, data[key])
+
+
+def collect_results(results, size, device="cpu", tmpdir=None):
+    """Rank 0 gets every rank's part interleaved in MMEngine's order, truncated to ``size``
+    (other ranks: None). ``None`` results are kept. device 'cpu': through a fresh directory under
+    ``tmpdir`` (default ./.dist_test) shared by every rank; 'gpu': through the network."""
+    if device not in ("cpu", "gpu"):
+        raise NotImplementedError(f"device must be 'cpu' or 'gpu', but got {device}")
+    if get_world_size() <= 1:
+        return results[:size]
+    collected = _core.collect_results([pickle.dumps(item) for item in results], size,
+                                      device, None if tmpdir is None else str(tmpdir))
+    if collected is None:
+        return None
+    return [pickle.loads(item) for item in collected]
+
+
+def collect_results_cpu(result_part, size, tmpdir=None):
+    return collect_results(result_part, size, "cpu", tmpdir)
+
+
+def collect_results_gpu(result_part, size):
+    return collect_results(result_part, size, "gpu")
+
+
+def sleep(seconds):
+    """Sleeps; a simulated rank advances its virtual clock instead."""
+    _core.sleep(seconds)
+
+
+def now():
+    """Seconds since an arbitrary epoch; a simulated rank's virtual clock."""
+    return _core.now()

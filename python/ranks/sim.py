@@ -1,0 +1,32 @@
+"""The simulator for Python rank bodies: ``ranks.sim.run(fn, world_size=8)`` runs ``fn()`` as
+``world_size`` ranks in this process, deterministically, on a virtual clock, and returns the
+report (outcome, virtual time, each rank's state, op and call site).
+
+Each rank has its own Python thread state (its exception state, recursion depth,
+threading.local, contextvars); module globals are shared, as between threads.
+"""
+
+from ranks import _core
+
+Report = _core.Report
+RankReport = _core.RankReport
+
+
+def run(fn, world_size=8, backend="nccl", seed=0, timeout=1800.0, faults=(), ranks_per_node=0,
+        model="", move_data=True, trace=None, stack_bytes=0):
+    """Runs fn() on every simulated rank; returns the Report. Options as ``ranks sim``'s flags:
+    ``backend`` whose rules to emulate, ``seed`` (0: FIFO schedule), ``timeout`` in seconds of
+    virtual time, ``faults`` (spec strings such as "crash:rank=2,op=3"), ``model`` (cost model
+    preset or file), ``trace`` (a Chrome trace path)."""
+    return _core.simulate(fn, world_size, ranks_per_node, backend, seed, float(timeout),
+                          list(faults), move_data, None if trace is None else str(trace), model,
+                          stack_bytes)
+
+
+def check(fn, world_size=8, **options):
+    """Runs fn as ``run`` does and raises AssertionError with the human report unless the outcome
+    is ok. For tests: ``ranks.sim.check(body, world_size=4)``."""
+    report = run(fn, world_size=world_size, **options)
+    if report.outcome != "ok":
+        raise AssertionError(report.to_text())
+    return report

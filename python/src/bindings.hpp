@@ -1,0 +1,52 @@
+#pragma once
+// The pieces of the ranks._core extension module and what they share. Each register_* adds one
+// concept's functions to the module (module.cpp calls them all).
+
+#include <pybind11/pybind11.h>
+
+#include <source_location>
+#include <string_view>
+
+#include "ranks/group.hpp"
+#include "ranks/tensor.hpp"
+#include "ranks/work.hpp"
+
+namespace ranks::python {
+
+namespace py = pybind11;
+
+void register_errors(py::module_& m);
+void register_process_group(py::module_& m);
+void register_ops(py::module_& m);
+void register_objects(py::module_& m);
+void register_simulator(py::module_& m);
+
+// The Python line that called into ranks: the innermost frame outside the ranks package
+// (dist.py's wrappers are not the program's call site), as the location ops and reports carry.
+std::source_location python_call_site();
+// Where the package's own .py files are (frames there are skipped by python_call_site).
+void set_package_directory(std::string_view directory);
+bool in_package_file(std::string_view file);
+
+// A tensor (torch.Tensor, numpy.ndarray: anything with __dlpack__) as a ranks::Tensor sharing its
+// memory, so that in-place collectives write into the caller's tensor. `what` names the argument
+// in the error a non-tensor or a strided tensor gets.
+Tensor tensor_of(py::handle object, std::string_view what);
+
+// None: the default (world) group; else a ranks._core.Group.
+Group group_of(py::handle group);
+
+// Whether this thread runs simulated ranks (then it holds the GIL throughout: every rank is a
+// fiber of this thread, and a wait switches fibers rather than blocking the thread).
+bool simulating();
+
+// Waits for work; in a real run without the GIL, so other Python threads run meanwhile.
+void wait_for(Work& work);
+void wait_for(Work& work, std::chrono::milliseconds timeout);
+
+}  // namespace ranks::python
+
+namespace ranks::python {
+// The C++ exception a ranks.errors exception was raised for (null: none), see errors.cpp.
+std::exception_ptr origin_of(py::handle error);
+}  // namespace ranks::python

@@ -1,0 +1,15 @@
+// ranks._core: the C++ runtime and simulator for Python. The public face is the ranks package
+// (ranks.dist, ranks.sim), written in Python over these functions.
+
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_core, m) {
+  using namespace ranks::python;
+  m.doc() = "ranks' C++ runtime and simulator (use ranks.dist and ranks.sim)";
+  register_errors(m);
+  register_process_group(m);
+  register_ops(m);
+  register_objects(m);
+  register_simulator(m);
+  m.def("set_package_directory", &set_package_directory);
+}

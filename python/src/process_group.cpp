@@ -1,0 +1,110 @@
+// Initialisation, the query functions, groups and barrier: thin bindings of ranks' own, which
+// already have MMEngine's names and non-distributed fallbacks.
+
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "ranks/context.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/init.hpp"
+
+namespace ranks::python {
+
+namespace {
+
+std::chrono::milliseconds milliseconds_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+InitOptions init_options(std::string backend, std::optional<std::string> init_method,
+                         int world_size, int rank, std::optional<double> timeout_seconds) {
+  InitOptions options;
+  options.backend = std::move(backend);
+  if (init_method) options.init_method = *init_method;
+  options.world_size = world_size;
+  options.rank = rank;
+  if (timeout_seconds) options.timeout = milliseconds_of(*timeout_seconds);
+  return options;
+}
+
+}  // namespace
+
+bool simulating() { return detail::simulating_on_this_thread(); }
+
+Group group_of(py::handle group) {
+  if (group.is_none()) return Group{};
+  if (!py::isinstance<Group>(group)) {
+    throw InvalidArgument("group must be None (the default group) or a group from new_group(), got " +
+                          py::str(py::type::handle_of(group).attr("__qualname__")).cast<std::string>());
+  }
+  return group.cast<Group>();
+}
+
+void register_process_group(py::module_& m) {
+  m.def("init_process_group",
+        [](std::string backend, std::optional<std::string> init_method, int world_size, int rank,
+           std::optional<double> timeout) {
+          init_process_group(init_options(std::move(backend), std::move(init_method), world_size,
+                                          rank, timeout));
+        },
+        py::arg("backend"), py::arg("init_method"), py::arg("world_size"), py::arg("rank"),
+        py::arg("timeout"));
+  m.def("init_dist",
+        [](std::string launcher, std::string backend, std::optional<std::string> init_method,
+           std::optional<double> timeout) {
+          init_dist(launcher, backend,
+                    init_options(backend, std::move(init_method), -1, -1, timeout));
+        },
+        py::arg("launcher"), py::arg("backend"), py::arg("init_method"), py::arg("timeout"));
+  m.def("infer_launcher", &infer_launcher);
+  m.def("destroy_process_group", &destroy_process_group);
+  m.def("is_initialized", &is_initialized);
+  m.def("is_distributed", &is_distributed);
+  m.def("get_world_size", [](py::handle group) { return get_world_size(group_of(group)); });
+  m.def("get_rank", [](py::handle group) { return get_rank(group_of(group)); });
+  m.def("get_backend", [](py::handle group) { return get_backend(group_of(group)); });
+  m.def("get_local_rank", &get_local_rank);
+  m.def("get_local_size", &get_local_size);
+  m.def("simulating", &simulating);
+
+  py::class_<Group>(m, "Group")
+      .def_property_readonly("rank", &Group::rank)
+      .def_property_readonly("size", &Group::size)
+      .def_property_readonly("backend", &Group::backend)
+      .def_property_readonly("ranks", &Group::global_ranks)
+      .def_property_readonly("name", &Group::name)
+      .def_property_readonly("is_member", &Group::is_member)
+      .def_property(
+          "timeout", [](const Group& group) { return group.timeout().count() / 1000.0; },
+          [](Group& group, double seconds) { group.set_timeout(milliseconds_of(seconds)); })
+      .def("__repr__", [](const Group& group) {
+        return "<ranks group " + group.name() + ", rank " + std::to_string(group.rank()) + " of " +
+               std::to_string(group.size()) + ">";
+      });
+  m.def("new_group", [](std::vector<int> global_ranks) {
+    return new_group(std::move(global_ranks), python_call_site());
+  });
+  m.def("barrier", [](py::handle group) {
+    const Group resolved = group_of(group);
+    const std::source_location where = python_call_site();
+    if (simulating()) {
+      barrier(resolved, where);
+    } else {
+      py::gil_scoped_release unlocked;
+      barrier(resolved, where);
+    }
+  });
+  m.def("sleep", [](double seconds) {
+    const auto duration = std::chrono::nanoseconds(static_cast<int64_t>(seconds * 1e9));
+    if (simulating()) {
+      sleep_for(duration);
+    } else {
+      py::gil_scoped_release unlocked;
+      sleep_for(duration);
+    }
+  });
+  m.def("now", [] { return static_cast<double>(now().count()) * 1e-9; });
+}
+
+}  // namespace ranks::python

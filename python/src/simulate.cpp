@@ -1,0 +1,145 @@
+// Python rank bodies in the simulator: ranks.sim.run(fn, ...) and the script run of
+// `ranks sim -- python3 script.py`. Every rank calls the same Python function on its own fiber
+// with its own thread state (rank_threads.hpp). The function is called through CPython's C API,
+// not pybind11, so that nothing of pybind11 sits between the fiber's entry and the rank's Python
+// frames; no exception leaves a fiber's entry: the rank body turns a Python exception into the
+// C++ error it stands for (an op's, kept by errors.cpp) or into a message with its traceback.
+
+#include <pybind11/chrono.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "bindings.hpp"
+#include "rank_threads.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/real/run_simulated.hpp"
+#include "ranks/sim.hpp"
+
+namespace ranks::python {
+
+namespace {
+
+// Python rank bodies need deeper C stacks than C++ ones: each Python-to-C-to-Python level costs
+// about 650 bytes of C stack that the recursion limit does not bound, and torch's calls add
+// their own. Stacks are reserved, not touched: only the pages a rank uses cost memory.
+constexpr size_t python_stack_bytes = size_t{1} << 20;
+
+std::string traceback_text(py::handle type, py::handle value, py::object traceback) {
+  try {
+    // The program's frames only: the package's own (the script runner, dist.py) come first.
+    while (traceback && !traceback.is_none() &&
+           in_package_file(traceback.attr("tb_frame").attr("f_code").attr("co_filename")
+                               .cast<std::string>())) {
+      traceback = traceback.attr("tb_next");
+    }
+    py::object lines = py::module_::import("traceback")
+                           .attr("format_exception")(type, value,
+                                                     traceback ? traceback : py::none());
+    std::string text = py::str("").attr("join")(lines).cast<std::string>();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  } catch (py::error_already_set&) {
+    return "a Python exception whose traceback could not be formatted";
+  }
+}
+
+// What one rank runs: fn(), with its exception (if any) as the simulator expects a body's.
+std::function<void()> rank_body(PyObject* fn) {
+  return [fn] {
+    if (PyObject* result = PyObject_CallNoArgs(fn)) {
+      Py_DECREF(result);
+      return;
+    }
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    py::object kept_type = py::reinterpret_steal<py::object>(type);
+    py::object kept_value = py::reinterpret_steal<py::object>(value);
+    py::object kept_traceback = py::reinterpret_steal<py::object>(traceback);
+    if (std::exception_ptr origin = origin_of(kept_value)) std::rethrow_exception(origin);
+    throw std::runtime_error(traceback_text(kept_type, kept_value, kept_traceback));
+  };
+}
+
+void adjust_for_python(sim::Options& options, RankThreads& threads) {
+  options.on_rank_switch = [&threads](int rank) { threads.switch_to(rank); };
+  if (options.stack_bytes == 0) options.stack_bytes = python_stack_bytes;
+}
+
+}  // namespace
+
+void register_simulator(py::module_& m) {
+  py::class_<sim::RankReport>(m, "RankReport")
+      .def_readonly("rank", &sim::RankReport::rank)
+      .def_readonly("state", &sim::RankReport::state)
+      .def_readonly("op", &sim::RankReport::op)
+      .def_readonly("group", &sim::RankReport::group)
+      .def_readonly("seq", &sim::RankReport::seq)
+      .def_readonly("where", &sim::RankReport::where)
+      .def_readonly("error", &sim::RankReport::error)
+      .def_readonly("peer", &sim::RankReport::peer)
+      .def_readonly("dtype", &sim::RankReport::dtype)
+      .def_readonly("count", &sim::RankReport::count);
+  py::class_<sim::Report>(m, "Report")
+      .def_property_readonly("outcome",
+                             [](const sim::Report& r) { return std::string(sim::outcome_name(r.outcome)); })
+      .def_property_readonly("virtual_time_ns",
+                             [](const sim::Report& r) { return r.virtual_time.count(); })
+      .def_readonly("world_size", &sim::Report::world_size)
+      .def_readonly("seed", &sim::Report::seed)
+      .def_readonly("message", &sim::Report::message)
+      .def_readonly("ranks", &sim::Report::ranks)
+      .def_readonly("cycle", &sim::Report::cycle)
+      .def("to_text", &sim::Report::to_text)
+      .def("to_json", &sim::Report::to_json);
+
+  m.def("simulate",
+        [](py::object fn, int world_size, int ranks_per_node, std::string backend, uint64_t seed,
+           double timeout, std::vector<std::string> faults, bool move_data,
+           std::optional<std::string> trace, std::string model, size_t stack_bytes) {
+          if (simulating()) {
+            throw InvalidArgument("ranks.sim.run() was called from a simulated rank: runs do not nest");
+          }
+          sim::Options options;
+          options.world_size = world_size;
+          options.ranks_per_node = ranks_per_node;
+          options.backend = std::move(backend);
+          options.seed = seed;
+          options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+          options.faults = std::move(faults);
+          options.move_data = move_data;
+          if (trace) options.trace = *trace;
+          options.model = std::move(model);
+          options.stack_bytes = stack_bytes;
+          RankThreads threads(world_size);
+          adjust_for_python(options, threads);
+          return sim::run(options, rank_body(fn.ptr()));
+        },
+        py::arg("fn"), py::arg("world_size"), py::arg("ranks_per_node"), py::arg("backend"),
+        py::arg("seed"), py::arg("timeout"), py::arg("faults"), py::arg("move_data"),
+        py::arg("trace"), py::arg("model"), py::arg("stack_bytes"));
+
+  m.def("set_main_module", [](py::object module) {
+    RankThreads* threads = RankThreads::active();
+    if (threads == nullptr || !simulating()) {
+      throw InvalidArgument("set_main_module: only a simulated rank has a __main__ of its own");
+    }
+    threads->set_main_module(module.ptr());
+  });
+
+  // `ranks sim -- python3 script.py`: fn runs the script as __main__ on every rank; options come
+  // from the RANKS_SIM_* variables, and the reports go where ranks::main sends them.
+  m.def("run_script_simulated", [](py::object fn) {
+    const char* world = std::getenv("RANKS_SIM_WORLD_SIZE");
+    RankThreads threads(world != nullptr ? std::max(1, std::atoi(world)) : 8);
+    return detail::run_simulated(rank_body(fn.ptr()), [&](sim::Options& options) {
+      adjust_for_python(options, threads);
+    });
+  });
+}
+
+}  // namespace ranks::python
