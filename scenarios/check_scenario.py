@@ -8,7 +8,7 @@
 
 Checks: the outcome; the exit status (0 exactly when the outcome is ok); each --expect
 (a dotted path into the JSON report = a value; "@where:TAG" stands for the file:line of the
-source line marked "// @where:TAG"); --contains (a substring of the message); --printed (a
+source line marked "// @where:TAG", or "# @where:TAG" in a Python script); --contains (a substring of the message); --printed (a
 substring of what the program wrote to stdout, report aside); --cycle; and that
 two runs write byte-identical reports and traces (the simulator is deterministic).
 """
@@ -23,7 +23,7 @@ import tempfile
 def where(source, tag):
     with open(source) as f:
         for number, line in enumerate(f, 1):
-            if f"// @where:{tag}" in line:
+            if f"// @where:{tag}" in line or f"# @where:{tag}" in line:
                 return f"{os.path.basename(source)}:{number}"
     sys.exit(f"check_scenario: no '// @where:{tag}' in {source}")
 
@@ -39,6 +39,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ranks", required=True)
     parser.add_argument("--program", required=True)
+    parser.add_argument("--interpreter", help="run the program with it (python3 for scripts)")
     parser.add_argument("--source")
     parser.add_argument("--outcome", required=True)
     parser.add_argument("--expect", action="append", default=[])
@@ -56,7 +57,8 @@ def main():
             report, trace = f"{scratch}/report.{run}.json", f"{scratch}/trace.{run}.json"
             done = subprocess.run(
                 [args.ranks, "sim", *sim_args, "--report", report, "--trace", trace, "--",
-                 args.program], capture_output=True, text=True, timeout=120)
+                 *([args.interpreter] if args.interpreter else []), args.program],
+                capture_output=True, text=True, timeout=120)
             runs.append((done, report, trace))
         done, report_path, _ = runs[0]
         output = done.stdout + done.stderr

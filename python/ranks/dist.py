@@ -64,6 +64,13 @@ def _from_capsule(capsule, like):
     return numpy.from_dlpack(_Exported())
 
 
+def _dumps(value, api):
+    try:
+        return pickle.dumps(value)
+    except (pickle.PicklingError, TypeError, AttributeError) as error:
+        raise InvalidArgument(f"{api}: the object cannot be pickled: {error}") from error
+
+
 # Initialisation ---------------------------------------------------------------------------------
 
 def init_dist(launcher, backend="nccl", init_backend="torch", **kwargs):
@@ -170,7 +177,7 @@ def all_reduce(data, op="sum", group=None, async_op=False):
     bxor; case-insensitive). World size 1 or not distributed: nothing happens."""
     op = _op_name(op)
     if get_world_size(group) <= 1:
-        return None
+        return _nothing_to_do(async_op)
     return _core.all_reduce(data, op, group, async_op)
 
 
@@ -197,14 +204,14 @@ def gather(data, dst=0, group=None):
 def broadcast(data, src=0, group=None, async_op=False):
     """``src``'s ``data`` (a rank within group) into every member's, in place."""
     if get_world_size(group) <= 1:
-        return None
+        return _nothing_to_do(async_op)
     return _core.broadcast(data, src, group, async_op)
 
 
 def reduce(data, dst=0, op="sum", group=None, async_op=False):
     op = _op_name(op)
     if get_world_size(group) <= 1:
-        return None
+        return _nothing_to_do(async_op)
     return _core.reduce(data, dst, op, group, async_op)
 
 
@@ -212,7 +219,7 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     if get_world_size(group) <= 1:
         if scatter_list:
             _copy_into(tensor, scatter_list[0])
-        return None
+        return _nothing_to_do(async_op)
     return _core.scatter(tensor, list(scatter_list or []), src, group, async_op)
 
 
@@ -220,15 +227,20 @@ def reduce_scatter(output, input_list, op="sum", group=None, async_op=False):
     op = _op_name(op)
     if get_world_size(group) <= 1:
         _copy_into(output, input_list[0])
-        return None
+        return _nothing_to_do(async_op)
     return _core.reduce_scatter(output, list(input_list), op, group, async_op)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
     if get_world_size(group) <= 1:
         _copy_into(output_tensor_list[0], input_tensor_list[0])
-        return None
+        return _nothing_to_do(async_op)
     return _core.all_to_all(list(output_tensor_list), list(input_tensor_list), group, async_op)
+
+
+def _nothing_to_do(async_op):
+    """What an op with nothing to do returns: a completed Work when async_op, as torch does."""
+    return _core.completed_work() if async_op else None
 
 
 def _copy_into(out, value):
@@ -267,7 +279,7 @@ def broadcast_object_list(data, src=0, group=None):
     assert isinstance(data, list)
     if get_world_size(group) <= 1:
         return
-    mine = [pickle.dumps(item) for item in data] if get_rank(group) == src else []
+    mine = [_dumps(item, "broadcast_object_list") for item in data] if get_rank(group) == src else []
     received = _core.broadcast_object_list(mine, src, group)
     if get_rank(group) != src:
         data[:] = [pickle.loads(item) for item in received]
@@ -277,7 +289,7 @@ def all_gather_object(data, group=None):
     """Every member's picklable ``data``, in group-rank order."""
     if get_world_size(group) <= 1:
         return [data]
-    parts = _core.all_gather_object(pickle.dumps(data), group)
+    parts = _core.all_gather_object(_dumps(data, "all_gather_object"), group)
     mine = get_rank(group)
     return [data if i == mine else pickle.loads(part) for i, part in enumerate(parts)]
 
@@ -286,7 +298,7 @@ def gather_object(data, dst=0, group=None):
     """Every member's picklable ``data`` on ``dst``; None elsewhere."""
     if get_world_size(group) <= 1:
         return [data]
-    parts = _core.gather_object(pickle.dumps(data), dst, group)
+    parts = _core.gather_object(_dumps(data, "gather_object"), dst, group)
     if parts is None:
         return None
     mine = get_rank(group)
@@ -313,7 +325,7 @@ def collect_results(results, size, device="cpu", tmpdir=None):
         raise NotImplementedError(f"device must be 'cpu' or 'gpu', but got {device}")
     if get_world_size() <= 1:
         return results[:size]
-    collected = _core.collect_results([pickle.dumps(item) for item in results], size,
+    collected = _core.collect_results([_dumps(item, "collect_results") for item in results], size,
                                       device, None if tmpdir is None else str(tmpdir))
     if collected is None:
         return None

@@ -89,6 +89,7 @@ void register_ops(py::module_& m) {
       .def("is_completed", [](PendingOp& op) { return op.work.is_completed(); })
       .def("source_rank", [](PendingOp& op) { return op.work.source_rank(); });
 
+  m.def("completed_work", [] { return PendingOp{}; });
   m.def("all_reduce", [](py::handle data, std::string op, py::handle group, bool async_op) {
     Tensor tensor = tensor_of(data, "data");
     Work work = all_reduce_async(tensor, op, group_of(group), python_call_site());

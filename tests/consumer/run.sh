@@ -57,6 +57,20 @@ cmake --build "$scratch/build" >/dev/null
 "$scratch/prefix/bin/ranks" sim -n 4 --backend gloo -- "$scratch/build/readme_example" >/dev/null
 "$scratch/build/readme_example"
 
+# The Python package, installed in Debian's layout: importable with the prefix's dist-packages on
+# the path, and a script simulated by the installed CLI (the build tree's copy is not on the path).
+if compgen -G "$build_dir/python/ranks/_core*.so" >/dev/null; then
+  packages="$scratch/prefix/lib/python3/dist-packages"
+  [ -f "$packages/ranks/dist.py" ] && compgen -G "$packages/ranks/_core*.so" >/dev/null || {
+    echo "the Python package is not installed under $packages/ranks" >&2
+    exit 1
+  }
+  PYTHONPATH="$packages" /usr/bin/python3 -c \
+    'import ranks, ranks.dist as d; assert ranks.__file__.startswith("'"$packages"'"); assert d.get_dist_info() == (0, 1)'
+  PYTHONPATH="$packages" "$scratch/prefix/bin/ranks" sim -n 4 --backend gloo -- \
+    /usr/bin/python3 "$source_dir/../../scenarios/python/train_step.py" | grep -q "4 ranks x 3 steps"
+fi
+
 # A real backend is a library of its own beside libranks.so, loaded when asked for: the installed
 # one runs the program, and without it the error names the backend and the missing library.
 if "$scratch/prefix/bin/ranks" --version | grep -q gloo; then

@@ -1,0 +1,135 @@
+"""Multi-rank test bodies for the Python package, written once and run everywhere: as simulated
+ranks (test_simulated.py, under every backend's rules) and as real processes (run_real.py under
+`ranks run`, mpirun and torchrun). Each body runs in an initialised world and checks its results
+against values computed here from the rank and world size alone."""
+
+import numpy as np
+import torch
+
+import ranks.dist as dist
+
+
+def tensor_all_reduce():
+    rank, world = dist.get_dist_info()
+    t = torch.full((5,), float(rank + 1))
+    dist.all_reduce(t)
+    assert t.tolist() == [world * (world + 1) / 2] * 5, t
+    a = np.arange(4, dtype=np.int64) * (rank + 1)
+    dist.all_reduce(a, "MAX")
+    assert a.tolist() == [i * world for i in range(4)], a
+    m = torch.tensor([rank * 2, rank * 2 + 1], dtype=torch.int64)
+    dist.all_reduce(m, "mean")
+    expected = [sum(2 * r for r in range(world)) // world,
+                sum(2 * r + 1 for r in range(world)) // world]
+    assert m.tolist() == expected, (m, expected)
+
+
+def tensor_broadcast_gather():
+    rank, world = dist.get_dist_info()
+    src = world - 1
+    b = np.arange(6, dtype=np.float64).reshape(2, 3) + 100 * rank
+    dist.broadcast(b, src=src)
+    assert b.tolist() == (np.arange(6).reshape(2, 3) + 100 * src).tolist(), b
+    gathered = dist.all_gather(torch.tensor([rank, -rank], dtype=torch.int32))
+    assert [g.tolist() for g in gathered] == [[r, -r] for r in range(world)], gathered
+    assert all(g.dtype == torch.int32 for g in gathered)
+    at_root = dist.gather(np.full(3, rank, dtype=np.float32), dst=0)
+    if rank == 0:
+        assert [g.tolist() for g in at_root] == [[float(r)] * 3 for r in range(world)], at_root
+    else:
+        assert at_root == [], at_root
+
+
+def torch_style_ops():
+    rank, world = dist.get_dist_info()
+    r = torch.tensor([float(rank)])
+    dist.reduce(r, dst=0, op="sum")
+    if rank == 0:
+        assert r.item() == sum(range(world)), r
+    out = torch.empty(2)
+    scatter_list = [torch.tensor([float(i), float(i) * 10]) for i in range(world)] if rank == 0 else None
+    dist.scatter(out, scatter_list, src=0)
+    assert out.tolist() == [float(rank), float(rank) * 10], out
+    outs = [torch.empty(1, dtype=torch.int64) for _ in range(world)]
+    ins = [torch.tensor([rank * 100 + i]) for i in range(world)]
+    dist.all_to_all(outs, ins)
+    assert [o.item() for o in outs] == [i * 100 + rank for i in range(world)], outs
+
+
+def point_to_point():
+    rank, world = dist.get_dist_info()
+    if world < 2:
+        return
+    right, left = (rank + 1) % world, (rank - 1) % world
+    send = torch.tensor([rank * 7.0])
+    recv = torch.empty(1)
+    works = [dist.isend(send, right), dist.irecv(recv, left)]
+    for work in works:
+        work.wait()
+    assert recv.item() == left * 7.0, recv
+    if rank == 0:
+        got = np.empty(2, dtype=np.int32)
+        senders = sorted(dist.recv(got) for _ in range(world - 1))
+        assert senders == list(range(1, world)), senders
+    else:
+        dist.send(np.array([rank, rank], dtype=np.int32), 0)
+
+
+def async_work():
+    rank, world = dist.get_dist_info()
+    t = torch.ones(3) * rank
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    assert work.is_completed()
+    assert t.tolist() == [float(sum(range(world)))] * 3, t
+
+
+def objects():
+    rank, world = dist.get_dist_info()
+    got = dist.all_gather_object({"rank": rank, "name": "x" * rank, "none": None})
+    assert got == [{"rank": r, "name": "x" * r, "none": None} for r in range(world)], got
+    data = [rank, "from", {rank}] if rank == 1 % world else [None]
+    dist.broadcast_object_list(data, src=1 % world)
+    assert data == [1 % world, "from", {1 % world}], data
+    at_root = dist.gather_object(("r", rank), dst=0)
+    assert at_root == ([("r", r) for r in range(world)] if rank == 0 else None), at_root
+    seed = dist.sync_random_seed()
+    seeds = dist.all_gather_object(seed)
+    assert len(set(seeds)) == 1 and 0 <= seed < 2**31, seeds
+    d = {"loss": torch.tensor(float(rank)), "acc": torch.tensor([1.0, rank])}
+    dist.all_reduce_dict(d, op="mean")
+    assert d["loss"].item() == sum(range(world)) / world, d
+    assert d["acc"].tolist() == [1.0, sum(range(world)) / world], d
+
+
+def collect_results(tmpdir):
+    rank, world = dist.get_dist_info()
+    part = [rank + world * i for i in range(3)] + [None]
+    size = 3 * world
+    for device in ("cpu", "gpu"):
+        got = dist.collect_results(part, size, device=device,
+                                   tmpdir=tmpdir if device == "cpu" else None)
+        if rank == 0:
+            assert got == list(range(size)), (device, got)
+        else:
+            assert got is None, got
+
+
+def groups():
+    rank, world = dist.get_dist_info()
+    evens = dist.new_group([r for r in range(world) if r % 2 == 0])
+    if rank % 2 == 0:
+        assert dist.get_rank(evens) == rank // 2
+        assert dist.get_world_size(evens) == (world + 1) // 2
+        t = torch.tensor([float(rank)])
+        dist.all_reduce(t, group=evens)
+        assert t.item() == sum(r for r in range(world) if r % 2 == 0), t
+        dist.barrier(evens)
+    dist.barrier()
+
+
+def run_all(tmpdir):
+    for body in (tensor_all_reduce, tensor_broadcast_gather, torch_style_ops, point_to_point,
+                 async_work, objects, groups):
+        body()
+    collect_results(tmpdir)

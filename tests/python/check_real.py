@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Runs a real multi-process command and checks that it exited 0 and that every rank printed
+'ok <rank>/<world> <backend>' (run_real.py's last line).
+
+    check_real.py --ranks 3 --backend gloo -- ranks run -n 3 -- python3 run_real.py @tmpdir
+
+@tmpdir in the command stands for a fresh directory every rank can reach (collect_results').
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ranks", type=int, required=True)
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    with tempfile.TemporaryDirectory() as scratch:
+        command = [scratch if part == "@tmpdir" else part for part in command]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=110)
+    output = done.stdout + done.stderr
+    # Ranks write concurrently to one pipe: lines may run together ("ok 0/2 gloook 1/2 gloo").
+    seen = set(re.findall(rf"ok (\d+)/{args.ranks} {args.backend}", done.stdout))
+    want = {str(rank) for rank in range(args.ranks)}
+    if done.returncode != 0 or seen != want:
+        print(output)
+        sys.exit(f"check_real: exit status {done.returncode}; ranks that printed ok: "
+                 f"{sorted(seen)}, expected {sorted(want)}")
+    print(f"{args.ranks} {args.backend} ranks ok")
+
+
+if __name__ == "__main__":
+    main()

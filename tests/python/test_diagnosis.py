@@ -1,0 +1,180 @@
+"""What the simulator reports about Python rank bodies: deadlocks, exceptions and crashes with
+the program's own call sites; bad input as ranks.errors exceptions; each rank isolated as a
+thread would be; the same seed giving the same run."""
+
+import contextvars
+import inspect
+import json
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import ranks
+import ranks.dist as dist
+import ranks.sim
+
+
+def line_of(marker):
+    """The line of this file holding `marker` (a comment), found by reading the file itself."""
+    with open(__file__) as source:
+        for number, text in enumerate(source, 1):
+            if marker in text and "line_of(" not in text:
+                return number
+    raise AssertionError(marker)
+
+
+def where(marker):
+    return f"{os.path.basename(__file__)}:{line_of(marker)}"
+
+
+def test_deadlock_names_ranks_op_and_call_site():
+    def body():
+        t = torch.ones(2)
+        if dist.get_rank() != 1:
+            dist.all_reduce(t)  # <deadlock-site>
+
+    report = ranks.sim.run(body, world_size=4, backend="gloo")
+    assert report.outcome == "deadlock"
+    assert [r.state for r in report.ranks] == ["blocked", "finished", "blocked", "blocked"]
+    blocked = [r for r in report.ranks if r.state == "blocked"]
+    assert {(r.op, r.group, r.seq, r.where, r.count) for r in blocked} == {
+        ("all_reduce", "world", 0, where("<deadlock-site>"), 2)}
+    assert "rank 1 finished without calling it" in report.message
+
+
+def test_exception_names_rank_and_traceback_while_others_unwind():
+    unwound = []
+
+    def failing(x):
+        return 1 / x  # <raise-site>
+
+    def body():
+        try:
+            dist.barrier()
+            if dist.get_rank() == 2:
+                failing(0)
+            dist.barrier()
+        finally:
+            unwound.append(dist.get_rank())
+
+    report = ranks.sim.run(body, world_size=4, backend="gloo")
+    assert report.outcome == "error"
+    failed = [r for r in report.ranks if r.state == "failed"]
+    assert [r.rank for r in failed] == [2], report.to_text()
+    assert "ZeroDivisionError: division by zero" in failed[0].error
+    assert f'line {line_of("<raise-site>")}, in failing' in failed[0].error
+    assert sorted(unwound) == [0, 1, 2, 3]
+
+
+def test_crashed_rank_is_not_swallowed_by_except_exception():
+    caught = []
+
+    def body():
+        for _ in range(3):
+            try:
+                dist.barrier()
+            except Exception as error:  # a crash is not an Exception
+                caught.append(error)
+
+    report = ranks.sim.run(body, world_size=3, backend="gloo", faults=["crash:rank=1,op=2"])
+    assert report.outcome == "crash", report.to_text()
+    assert report.ranks[1].state == "crashed"
+    assert all(isinstance(error, ranks.RankFailure) for error in caught), caught
+
+
+def test_bad_input_raises_ranks_errors():
+    seen = {}
+
+    def body():
+        rank = dist.get_rank()
+        with pytest.raises(ranks.InvalidArgument) as error:
+            dist.all_reduce([1.0, 2.0])
+        assert isinstance(error.value, ValueError)
+        assert "must be a tensor" in str(error.value) and "list" in str(error.value)
+        with pytest.raises(ranks.InvalidArgument):
+            dist.all_reduce(torch.ones(4, 4).t())  # not contiguous
+        with pytest.raises(ranks.InvalidArgument):
+            dist.all_reduce(torch.ones(2), op="average")
+        with pytest.raises(ranks.InvalidArgument):
+            dist.all_gather_object(threading.Lock())  # cannot be pickled
+        try:
+            dist.all_reduce(torch.ones(2 + rank))  # <mismatch-site>
+        except ranks.Mismatch as error:
+            seen[rank] = str(error)
+
+    report = ranks.sim.run(body, world_size=2, backend="gloo")
+    assert sorted(seen) == [0, 1], report.to_text()
+    assert all(where("<mismatch-site>") in text for text in seen.values()), seen
+
+
+def test_each_rank_has_its_own_thread_state():
+    local = threading.local()
+    variable = contextvars.ContextVar("variable", default=None)
+    results = {}
+
+    def deep(n):
+        # Python -> C (map) -> Python at every level: C stack the recursion limit does not bound.
+        if n == 0:
+            dist.barrier()  # switches to other ranks with this rank's stack deep
+            return 0
+        return list(map(deep, [n - 1]))[0] + 1
+
+    def body():
+        rank = dist.get_rank()
+        local.value = rank
+        variable.set(rank)
+        try:
+            raise KeyError(rank)
+        except KeyError:
+            dist.barrier()  # other ranks run, and raise their own, while this one handles it
+            assert sys.exc_info()[1].args == (rank,)
+        assert deep(300) == 300
+        results[rank] = (local.value, variable.get())
+
+    ranks.sim.check(body, world_size=8, backend="gloo")
+    assert results == {r: (r, r) for r in range(8)}
+
+
+def any_source_order(seed):
+    order = []
+
+    def body():
+        rank, world = dist.get_dist_info()
+        if rank == 0:
+            buffer = np.empty(1, dtype=np.int64)
+            for _ in range(world - 1):
+                order.append(dist.recv(buffer))
+        else:
+            dist.send(np.array([rank]), 0)
+
+    report = ranks.sim.run(body, world_size=6, backend="gloo", seed=seed)
+    assert report.outcome == "ok"
+    return order, report.to_json()
+
+
+def test_same_seed_same_run():
+    first, first_report = any_source_order(7)
+    again, again_report = any_source_order(7)
+    assert first == again and first_report == again_report
+    assert sorted(first) == [1, 2, 3, 4, 5]
+    orders = {tuple(any_source_order(seed)[0]) for seed in range(1, 9)}
+    assert len(orders) > 1  # the seeds do reorder the senders
+
+
+def test_runs_do_not_nest():
+    def body():
+        with pytest.raises(ranks.InvalidArgument):
+            ranks.sim.run(lambda: None, world_size=2)
+
+    ranks.sim.check(body, world_size=2, backend="gloo")
+
+
+def test_report_json_is_the_simulators():
+    report = ranks.sim.run(lambda: dist.barrier(), world_size=3, backend="gloo")
+    parsed = json.loads(report.to_json())
+    assert parsed["outcome"] == "ok" and parsed["world_size"] == 3
+    assert [r["state"] for r in parsed["ranks"]] == ["finished"] * 3
