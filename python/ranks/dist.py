@@ -175,10 +175,7 @@ def barrier(group=None):
 def all_reduce(data, op="sum", group=None, async_op=False):
     """Reduces ``data`` in place across ``group`` (op: sum, mean, product, min, max, band, bor,
     bxor; case-insensitive). World size 1 or not distributed: nothing happens."""
-    op = _op_name(op)
-    if get_world_size(group) <= 1:
-        return _nothing_to_do(async_op)
-    return _core.all_reduce(data, op, group, async_op)
+    return _core.all_reduce(data, _op_name(op), group, async_op)
 
 
 def all_gather(data, group=None):

@@ -5,6 +5,8 @@
 #include <frameobject.h>
 
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "bindings.hpp"
 #include "ranks/detail/foreign_location.hpp"
@@ -28,6 +30,36 @@ std::string_view text_of(PyObject* unicode) {
   return {data, static_cast<size_t>(size)};
 }
 
+// What a code object says about its frames: whether they are the package's own, and each
+// instruction offset's location. Keyed by the code object, which the cache keeps alive (so its
+// address is never reused by another); bounded by the program's distinct call sites.
+struct CodeSites {
+  bool in_package = false;
+  std::unordered_map<int, std::source_location> by_offset;
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<PyCodeObject*, int>& key) const {
+    return std::hash<const void*>{}(key.first) * 31 + static_cast<size_t>(key.second);
+  }
+};
+
+std::unordered_map<PyCodeObject*, CodeSites>& code_sites() {
+  static auto* sites = new std::unordered_map<PyCodeObject*, CodeSites>;
+  return *sites;
+}
+
+bool in_package_file_of(PyCodeObject* code);
+
+CodeSites& sites_of(PyCodeObject* code) {
+  auto [entry, added] = code_sites().try_emplace(code);
+  if (added) {
+    Py_INCREF(code);
+    entry->second.in_package = in_package_file_of(code);
+  }
+  return entry->second;
+}
+
 }  // namespace
 
 bool in_package_file(std::string_view file) {
@@ -39,18 +71,26 @@ void set_package_directory(std::string_view directory) {
   package_directory() = std::string(directory) + "/";
 }
 
+namespace {
+bool in_package_file_of(PyCodeObject* code) { return in_package_file(text_of(code->co_filename)); }
+}  // namespace
+
 std::source_location python_call_site() {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   Py_XINCREF(frame);
   while (frame != nullptr) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
-    const std::string_view file = text_of(code->co_filename);
-    if (!in_package_file(file)) {
-      const std::source_location where = detail::foreign_location(
-          file, text_of(code->co_name), static_cast<unsigned>(PyFrame_GetLineNumber(frame)));
+    CodeSites& sites = sites_of(code);
+    if (!sites.in_package) {
+      auto [entry, added] = sites.by_offset.try_emplace(PyFrame_GetLasti(frame));
+      if (added) {
+        entry->second = detail::foreign_location(
+            text_of(code->co_filename), text_of(code->co_name),
+            static_cast<unsigned>(PyFrame_GetLineNumber(frame)));
+      }
       Py_DECREF(code);
       Py_DECREF(frame);
-      return where;
+      return entry->second;
     }
     Py_DECREF(code);
     PyFrameObject* back = PyFrame_GetBack(frame);  // new reference

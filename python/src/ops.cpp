@@ -12,7 +12,9 @@
 
 #include "bindings.hpp"
 #include "ranks/collectives.hpp"
+#include "ranks/detail/gather_into.hpp"
 #include "ranks/errors.hpp"
+#include "ranks/init.hpp"
 #include "ranks/reduce_op.hpp"
 
 namespace ranks::python {
@@ -61,15 +63,25 @@ void wait_for(Work& work, std::chrono::milliseconds timeout) {
 
 namespace {
 
-// The op's result for Python: its Work when async_op, else None once it has completed.
-py::object finish(Work work, std::vector<Tensor> tensors, bool async_op) {
-  if (async_op) return py::cast(PendingOp{std::move(work), std::move(tensors)});
-  wait_for(work);
-  return py::none();
+// Runs an op's blocking form: in a real run without the GIL. The blocking form, not the async
+// one plus a wait: a backend may run a waited op on the calling thread (gloo does), sparing a
+// thread hand-off per call.
+template <class F>
+void blocking(F&& call) {
+  if (simulating()) {
+    call();
+  } else {
+    py::gil_scoped_release unlocked;
+    call();
+  }
 }
 
-void append(std::vector<Tensor>& to, const std::vector<Tensor>& from) {
-  to.insert(to.end(), from.begin(), from.end());
+// An op's result for Python: its Work when async_op, else None once it has completed.
+template <class Async, class Blocking>
+py::object run(bool async_op, std::vector<Tensor> tensors, Async&& start, Blocking&& call) {
+  if (async_op) return py::cast(PendingOp{start(), std::move(tensors)});
+  blocking(call);
+  return py::none();
 }
 
 }  // namespace
@@ -90,83 +102,127 @@ void register_ops(py::module_& m) {
       .def("source_rank", [](PendingOp& op) { return op.work.source_rank(); });
 
   m.def("completed_work", [] { return PendingOp{}; });
-  m.def("all_reduce", [](py::handle data, std::string op, py::handle group, bool async_op) {
+  // The C++ API's own loop on the same tensor, for reports/python_overhead.py: the Python call's
+  // overhead is its time per call minus this one's, measured in the same processes.
+  m.def("cpp_all_reduce_loop", [](py::handle data, int iterations) {
     Tensor tensor = tensor_of(data, "data");
-    Work work = all_reduce_async(tensor, op, group_of(group), python_call_site());
-    return finish(std::move(work), {tensor}, async_op);
+    py::gil_scoped_release unlocked;
+    for (int i = 0; i < iterations; ++i) all_reduce(tensor);
+  });
+  // MMEngine's all_reduce does nothing at world size 1 (or not distributed), op unchecked; here
+  // rather than in dist.py, as it is the op a training loop calls most.
+  m.def("all_reduce", [](py::handle data, std::string op, py::handle group, bool async_op) {
+    const Group g = group_of(group);
+    if (get_world_size(g) <= 1) return async_op ? py::cast(PendingOp{}) : py::none();
+    Tensor t = tensor_of(data, "data");
+    const where_t where = python_call_site();
+    return run(
+        async_op, {t}, [&] { return all_reduce_async(t, op, g, where); },
+        [&] { all_reduce(t, op, g, where); });
   });
   m.def("reduce", [](py::handle data, int dst, std::string op, py::handle group, bool async_op) {
-    Tensor tensor = tensor_of(data, "data");
-    Work work = reduce_async(tensor, dst, parse_reduce_op(op), group_of(group), python_call_site());
-    return finish(std::move(work), {tensor}, async_op);
+    const Group g = group_of(group);
+    Tensor t = tensor_of(data, "data");
+    const ReduceOp reduce_op = parse_reduce_op(op);
+    const where_t where = python_call_site();
+    return run(
+        async_op, {t}, [&] { return reduce_async(t, dst, reduce_op, g, where); },
+        [&] { reduce(t, dst, reduce_op, g, where); });
   });
   m.def("broadcast", [](py::handle data, int src, py::handle group, bool async_op) {
-    Tensor tensor = tensor_of(data, "data");
-    Work work = broadcast_async(tensor, src, group_of(group), python_call_site());
-    return finish(std::move(work), {tensor}, async_op);
+    const Group g = group_of(group);
+    Tensor t = tensor_of(data, "data");
+    const where_t where = python_call_site();
+    return run(
+        async_op, {t}, [&] { return broadcast_async(t, src, g, where); },
+        [&] { broadcast(t, src, g, where); });
   });
-  m.def("all_gather",
-        [](py::list outputs, py::handle data, py::handle group, bool async_op) {
-          std::vector<Tensor> out = tensors_of(outputs, "tensor_list");
-          Tensor in = tensor_of(data, "data");
-          Work work = all_gather_async(out, in, group_of(group), python_call_site());
-          out.push_back(in);
-          return finish(std::move(work), std::move(out), async_op);
-        });
+  m.def("all_gather", [](py::list outputs, py::handle data, py::handle group, bool async_op) {
+    const Group g = group_of(group);
+    std::vector<Tensor> out = tensors_of(outputs, "tensor_list");
+    Tensor in = tensor_of(data, "data");
+    const where_t where = python_call_site();
+    std::vector<Tensor> kept = out;
+    kept.push_back(in);
+    return run(
+        async_op, std::move(kept), [&] { return all_gather_async(out, in, g, where); },
+        [&] { detail::all_gather_into(out, in, g, where); });
+  });
   m.def("gather",
         [](py::list outputs, py::handle data, int dst, py::handle group, bool async_op) {
+          const Group g = group_of(group);
           std::vector<Tensor> out = tensors_of(outputs, "gather_list");
           Tensor in = tensor_of(data, "data");
-          Work work = gather_async(out, in, dst, group_of(group), python_call_site());
-          out.push_back(in);
-          return finish(std::move(work), std::move(out), async_op);
+          const where_t where = python_call_site();
+          std::vector<Tensor> kept = out;
+          kept.push_back(in);
+          return run(
+              async_op, std::move(kept), [&] { return gather_async(out, in, dst, g, where); },
+              [&] { detail::gather_into(out, in, dst, g, where); });
         });
   m.def("scatter",
         [](py::handle output, py::list inputs, int src, py::handle group, bool async_op) {
+          const Group g = group_of(group);
           Tensor out = tensor_of(output, "tensor");
           std::vector<Tensor> in = tensors_of(inputs, "scatter_list");
-          Work work = scatter_async(out, in, src, group_of(group), python_call_site());
-          in.push_back(out);
-          return finish(std::move(work), std::move(in), async_op);
+          const where_t where = python_call_site();
+          std::vector<Tensor> kept = in;
+          kept.push_back(out);
+          return run(
+              async_op, std::move(kept), [&] { return scatter_async(out, in, src, g, where); },
+              [&] { scatter(out, in, src, g, where); });
         });
   m.def("reduce_scatter", [](py::handle output, py::list inputs, std::string op,
                              py::handle group, bool async_op) {
+    const Group g = group_of(group);
     Tensor out = tensor_of(output, "output");
     std::vector<Tensor> in = tensors_of(inputs, "input_list");
-    Work work =
-        reduce_scatter_async(out, in, parse_reduce_op(op), group_of(group), python_call_site());
-    in.push_back(out);
-    return finish(std::move(work), std::move(in), async_op);
+    const ReduceOp reduce_op = parse_reduce_op(op);
+    const where_t where = python_call_site();
+    std::vector<Tensor> kept = in;
+    kept.push_back(out);
+    return run(
+        async_op, std::move(kept),
+        [&] { return reduce_scatter_async(out, in, reduce_op, g, where); },
+        [&] { reduce_scatter(out, in, reduce_op, g, where); });
   });
-  m.def("all_to_all",
-        [](py::list outputs, py::list inputs, py::handle group, bool async_op) {
-          std::vector<Tensor> out = tensors_of(outputs, "output_tensor_list");
-          std::vector<Tensor> in = tensors_of(inputs, "input_tensor_list");
-          Work work = all_to_all_async(out, in, group_of(group), python_call_site());
-          append(out, in);
-          return finish(std::move(work), std::move(out), async_op);
-        });
+  m.def("all_to_all", [](py::list outputs, py::list inputs, py::handle group, bool async_op) {
+    const Group g = group_of(group);
+    std::vector<Tensor> out = tensors_of(outputs, "output_tensor_list");
+    std::vector<Tensor> in = tensors_of(inputs, "input_tensor_list");
+    const where_t where = python_call_site();
+    std::vector<Tensor> kept = out;
+    kept.insert(kept.end(), in.begin(), in.end());
+    return run(
+        async_op, std::move(kept), [&] { return all_to_all_async(out, in, g, where); },
+        [&] { all_to_all(out, in, g, where); });
+  });
   m.def("barrier_async", [](py::handle group) {
     return PendingOp{barrier_async(group_of(group), python_call_site()), {}};
   });
   m.def("isend", [](py::handle data, int dst, py::handle group, int tag) {
-    Tensor tensor = tensor_of(data, "tensor");
-    return PendingOp{isend(tensor, dst, group_of(group), tag, python_call_site()), {tensor}};
+    const Group g = group_of(group);
+    Tensor t = tensor_of(data, "tensor");
+    return PendingOp{isend(t, dst, g, tag, python_call_site()), {t}};
   });
   m.def("irecv", [](py::handle data, int src, py::handle group, int tag) {
-    Tensor tensor = tensor_of(data, "tensor");
-    return PendingOp{irecv(tensor, src, group_of(group), tag, python_call_site()), {tensor}};
+    const Group g = group_of(group);
+    Tensor t = tensor_of(data, "tensor");
+    return PendingOp{irecv(t, src, g, tag, python_call_site()), {t}};
   });
   m.def("send", [](py::handle data, int dst, py::handle group, int tag) {
-    Tensor tensor = tensor_of(data, "tensor");
-    Work work = isend(tensor, dst, group_of(group), tag, python_call_site());
-    wait_for(work);
+    const Group g = group_of(group);
+    Tensor t = tensor_of(data, "tensor");
+    const where_t where = python_call_site();
+    blocking([&] { send(t, dst, g, tag, where); });
   });
   m.def("recv", [](py::handle data, int src, py::handle group, int tag) {
-    Tensor tensor = tensor_of(data, "tensor");
-    Work work = irecv(tensor, src, group_of(group), tag, python_call_site());
-    wait_for(work);
-    return work.source_rank();
+    const Group g = group_of(group);
+    Tensor t = tensor_of(data, "tensor");
+    const where_t where = python_call_site();
+    int sender = -1;
+    blocking([&] { sender = recv(t, src, g, tag, where); });
+    return sender;
   });
 }
 

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The Python package's figures, in one run on this machine: simulated ranks at scale
+# (reports/python_sim.py) and the real per-call cost against the C++ API and torch.distributed
+# (reports/python_overhead.py, over gloo under ranks run and over mpi under mpirun).
+#   reports/python.sh [BUILD_DIR]          writes reports/python.txt
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+out="$root/reports/python.txt"
+cmake --build "$build" --target ranks_cli ranks_python >/dev/null
+export PYTHONPATH="$build/python" OMP_NUM_THREADS=1
+python=/usr/bin/python3
+{
+  echo "# the Python package: simulated ranks at scale; real per-call cost vs the C++ API and torch.distributed"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -n)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $(nproc)  git: $(git -C "$root" rev-parse --short HEAD)"
+  echo
+  echo "## simulated (ranks.sim.run, one process)"
+  for run in "1024 0" "1024 1000" "10000 0" "10000 20"; do
+    $python "$root/reports/python_sim.py" $run
+  done
+  echo
+  echo "## real, gloo, 2 processes (ranks run)"
+  "$build/tools/ranks" run -n 2 -- $python "$root/reports/python_overhead.py" | sed 's/^\[rank 0\] //'
+  echo
+  echo "## real, mpi, 2 processes (mpirun)"
+  mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH -x OMP_NUM_THREADS \
+    $python "$root/reports/python_overhead.py" --backend mpi --iters 5000
+} | tee "$out"
