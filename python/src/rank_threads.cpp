@@ -2,6 +2,10 @@
 
 #include <pybind11/pybind11.h>
 
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
 #include <utility>
 
 extern "C" void ranks_python_point_gilstate_at(PyThreadState* state);
@@ -24,6 +28,48 @@ auto& thread_state_key() { return pyd::get_internals().tstate; }
 
 thread_local RankThreads* active_threads = nullptr;
 
+// torch's grad mode, through libc10's own functions, found once torch has loaded libc10 (torch
+// loads it privately, so it is looked up by path among the loaded objects, not by dlsym alone).
+struct TorchGradMode {
+  bool (*is_enabled)() = nullptr;
+  void (*set_enabled)(bool) = nullptr;
+  bool found() const { return set_enabled != nullptr; }
+};
+
+TorchGradMode& torch_grad_mode() {
+  static TorchGradMode functions;
+  return functions;
+}
+
+int find_libc10(dl_phdr_info* info, size_t, void* path) {
+  if (info->dlpi_name != nullptr && std::strstr(info->dlpi_name, "/libc10.so") != nullptr) {
+    *static_cast<const char**>(path) = info->dlpi_name;
+    return 1;
+  }
+  return 0;
+}
+
+// Called on switches until found: cheap while torch is not imported (one dict lookup).
+void look_for_torch() {
+  static PyObject* const torch_name = PyUnicode_InternFromString("torch");
+  if (PyDict_GetItemWithError(PyImport_GetModuleDict(), torch_name) == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  const char* path = nullptr;
+  dl_iterate_phdr(find_libc10, &path);
+  if (path == nullptr) return;  // torch is still being imported
+  void* library = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
+  if (library == nullptr) return;
+  TorchGradMode& functions = torch_grad_mode();
+  functions.is_enabled =
+      reinterpret_cast<bool (*)()>(dlsym(library, "_ZN3c108GradMode10is_enabledEv"));
+  auto* set_enabled =
+      reinterpret_cast<void (*)(bool)>(dlsym(library, "_ZN3c108GradMode11set_enabledEb"));
+  if (functions.is_enabled != nullptr) functions.set_enabled = set_enabled;
+  dlclose(library);  // torch keeps it loaded
+}
+
 }  // namespace
 
 RankThreads* RankThreads::active() noexcept { return active_threads; }
@@ -38,6 +84,16 @@ void RankThreads::set_main_module(PyObject* module) {
   Py_INCREF(module);
   Py_XSETREF(slots.main_module, module);
   install_main_module(slots);
+}
+
+void RankThreads::swap_torch_state(Slots& from, const Slots& to) noexcept {
+  TorchGradMode& functions = torch_grad_mode();
+  if (!functions.found()) {
+    look_for_torch();
+    if (!functions.found()) return;
+  }
+  from.grad_enabled = functions.is_enabled();
+  if (to.grad_enabled != from.grad_enabled) functions.set_enabled(to.grad_enabled);
 }
 
 void RankThreads::install_main_module(const Slots& slots) noexcept {
@@ -69,6 +125,7 @@ void RankThreads::switch_to(int rank) noexcept {
   PYBIND11_TLS_REPLACE_VALUE(keep_alive_key(), to.pybind_keep_alive_stack);
   PYBIND11_TLS_REPLACE_VALUE(thread_state_key(), to.pybind_thread_state);
   if (caller_main_ != nullptr) install_main_module(to);
+  swap_torch_state(from, to);
   running_ = rank;
 }
 

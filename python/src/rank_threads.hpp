@@ -5,7 +5,9 @@
 // on_rank_switch) this swaps in the rank's state, points CPython's GILState slot at it, and
 // swaps pybind11's two thread-specific slots (the state gil_scoped_acquire made, and the stack of
 // argument keep-alives of the pybind11 calls in progress), which a rank switched out in the
-// middle of a bound call leaves pointing into its own stack.
+// middle of a bound call leaves pointing into its own stack. Once torch is loaded, torch's grad
+// mode (a C++ thread_local in libc10 that every rank on the thread would share) is kept per rank
+// too: a rank inside `with torch.no_grad():` at a switch does not turn gradients off for others.
 
 #include <Python.h>
 
@@ -36,7 +38,9 @@ class RankThreads {
     void* pybind_keep_alive_stack = nullptr;
     void* pybind_thread_state = nullptr;
     PyObject* main_module = nullptr;  // strong; null: the caller's
+    bool grad_enabled = true;         // torch's default
   };
+  void swap_torch_state(Slots& from, const Slots& to) noexcept;
   void install_main_module(const Slots& slots) noexcept;
   Slots& slots_of(int rank) noexcept { return rank < 0 ? caller_ : ranks_[rank]; }
 

@@ -16,6 +16,7 @@ import torch
 import ranks
 import ranks.dist as dist
 import ranks.sim
+import ranks.testing
 
 
 def line_of(marker):
@@ -178,3 +179,42 @@ def test_report_json_is_the_simulators():
     parsed = json.loads(report.to_json())
     assert parsed["outcome"] == "ok" and parsed["world_size"] == 3
     assert [r["state"] for r in parsed["ranks"]] == ["finished"] * 3
+
+
+def test_torch_grad_mode_is_per_rank():
+    seen = {}
+
+    def body():
+        rank = dist.get_rank()
+        if rank == 0:
+            with torch.no_grad():
+                dist.barrier()  # the others run while rank 0 is inside no_grad
+                seen[rank] = torch.is_grad_enabled()
+        else:
+            dist.barrier()
+            seen[rank] = torch.is_grad_enabled()
+        w = torch.ones(1, requires_grad=True)
+        assert (w * 2).requires_grad
+
+    ranks.sim.check(body, world_size=4, backend="gloo")
+    assert seen == {0: False, 1: True, 2: True, 3: True}
+    assert torch.is_grad_enabled()
+
+
+@ranks.testing.simulated(1, 3, 5, backend="mpi")
+def test_the_pytest_helper_runs_each_world_size():
+    t = torch.tensor([1.0])
+    dist.all_reduce(t)
+    assert t.item() == dist.get_world_size()
+
+
+def test_the_pytest_helper_fails_with_the_report():
+    @ranks.testing.simulated(2, backend="gloo")
+    def stuck():
+        if dist.get_rank() == 0:
+            dist.barrier()
+
+    with pytest.raises(AssertionError) as failure:
+        stuck()
+    assert "outcome deadlock" in str(failure.value)
+    assert "barrier" in str(failure.value)
