@@ -12,7 +12,7 @@ export PYTHONPATH="$build/python" OMP_NUM_THREADS=1
 python=/usr/bin/python3
 {
   echo "# the Python package: simulated ranks at scale; real per-call cost vs the C++ API and torch.distributed"
-  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -n)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $(nproc)  git: $(git -C "$root" rev-parse --short HEAD)"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -n)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $(nproc --all)  git: $(git -C "$root" rev-parse --short HEAD)"
   echo
   echo "## simulated (ranks.sim.run, one process)"
   for run in "1024 0" "1024 1000" "10000 0" "10000 20"; do

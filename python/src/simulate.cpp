@@ -10,6 +10,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "bindings.hpp"
 #include "rank_threads.hpp"
@@ -45,6 +46,18 @@ std::string traceback_text(py::handle type, py::handle value, py::object traceba
   }
 }
 
+// Ctrl-C in a run: the rank running Python at the time fails with the KeyboardInterrupt; the
+// others go on until they finish or block on it (RankFailure, their finally blocks run), and the
+// run ends as any run with a failed rank does. Then the caller gets the KeyboardInterrupt.
+thread_local bool interrupted = false;
+
+// Raises the KeyboardInterrupt of a run that had one, in the run's caller.
+void raise_if_interrupted() {
+  if (!std::exchange(interrupted, false)) return;
+  PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw py::error_already_set();
+}
+
 // What one rank runs: fn(), with its exception (if any) as the simulator expects a body's.
 std::function<void()> rank_body(PyObject* fn) {
   return [fn] {
@@ -61,7 +74,11 @@ std::function<void()> rank_body(PyObject* fn) {
     py::object kept_value = py::reinterpret_steal<py::object>(value);
     py::object kept_traceback = py::reinterpret_steal<py::object>(traceback);
     if (std::exception_ptr origin = origin_of(kept_value)) std::rethrow_exception(origin);
-    throw std::runtime_error(traceback_text(kept_type, kept_value, kept_traceback));
+    std::string message = traceback_text(kept_type, kept_value, kept_traceback);
+    if (PyErr_GivenExceptionMatches(kept_type.ptr(), PyExc_KeyboardInterrupt)) {
+      interrupted = true;  // the caller of the run gets the KeyboardInterrupt once it has ended
+    }
+    throw std::runtime_error(message);
   };
 }
 
@@ -115,9 +132,15 @@ void register_simulator(py::module_& m) {
           if (trace) options.trace = *trace;
           options.model = std::move(model);
           options.stack_bytes = stack_bytes;
-          RankThreads threads(world_size);
-          adjust_for_python(options, threads);
-          return sim::run(options, rank_body(fn.ptr()));
+          sim::Report report;
+          {
+            RankThreads threads(world_size);
+            adjust_for_python(options, threads);
+            interrupted = false;
+            report = sim::run(options, rank_body(fn.ptr()));
+          }
+          raise_if_interrupted();
+          return report;
         },
         py::arg("fn"), py::arg("world_size"), py::arg("ranks_per_node"), py::arg("backend"),
         py::arg("seed"), py::arg("timeout"), py::arg("faults"), py::arg("move_data"),
@@ -135,10 +158,16 @@ void register_simulator(py::module_& m) {
   // from the RANKS_SIM_* variables, and the reports go where ranks::main sends them.
   m.def("run_script_simulated", [](py::object fn) {
     const char* world = std::getenv("RANKS_SIM_WORLD_SIZE");
-    RankThreads threads(world != nullptr ? std::max(1, std::atoi(world)) : 8);
-    return detail::run_simulated(rank_body(fn.ptr()), [&](sim::Options& options) {
-      adjust_for_python(options, threads);
-    });
+    int status = 0;
+    {
+      RankThreads threads(world != nullptr ? std::max(1, std::atoi(world)) : 8);
+      interrupted = false;
+      status = detail::run_simulated(rank_body(fn.ptr()), [&](sim::Options& options) {
+        adjust_for_python(options, threads);
+      });
+    }
+    raise_if_interrupted();
+    return status;
   });
 }
 

@@ -69,6 +69,16 @@ if compgen -G "$build_dir/python/ranks/_core*.so" >/dev/null; then
     'import ranks, ranks.dist as d; assert ranks.__file__.startswith("'"$packages"'"); assert d.get_dist_info() == (0, 1)'
   PYTHONPATH="$packages" "$scratch/prefix/bin/ranks" sim -n 4 --backend gloo -- \
     /usr/bin/python3 "$source_dir/../../scenarios/python/train_step.py" | grep -q "4 ranks x 3 steps"
+  # The README's Python example, as written, simulated by the installed CLI.
+  awk '/^## Python/ {section = 1} section && /^```python/ {code = 1; next}
+       code && /^```/ {exit} code {print}' "$source_dir/../../README.md" >"$scratch/readme_example.py"
+  grep -q "import ranks.dist" "$scratch/readme_example.py" || {
+    echo "no Python example found in README.md" >&2
+    exit 1
+  }
+  PYTHONPATH="$packages" "$scratch/prefix/bin/ranks" sim -n 4 --backend gloo \
+    --report "$scratch/readme_example.json" -- /usr/bin/python3 "$scratch/readme_example.py" >/dev/null
+  grep -q '"outcome": "ok"' "$scratch/readme_example.json"
 fi
 
 # A real backend is a library of its own beside libranks.so, loaded when asked for: the installed

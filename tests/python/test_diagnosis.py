@@ -5,6 +5,7 @@ thread would be; the same seed giving the same run."""
 import contextvars
 import inspect
 import json
+import signal
 import os
 import sys
 import threading
@@ -218,3 +219,20 @@ def test_the_pytest_helper_fails_with_the_report():
         stuck()
     assert "outcome deadlock" in str(failure.value)
     assert "barrier" in str(failure.value)
+
+
+def test_ctrl_c_stops_the_run_and_reaches_the_caller():
+    unwound = []
+
+    def body():
+        try:
+            for step in range(1000):
+                dist.barrier()
+                if dist.get_rank() == 1 and step == 3:
+                    signal.raise_signal(signal.SIGINT)
+        finally:
+            unwound.append(dist.get_rank())
+
+    with pytest.raises(KeyboardInterrupt):
+        ranks.sim.run(body, world_size=4, backend="gloo")
+    assert sorted(unwound) == [0, 1, 2, 3]
