@@ -14,6 +14,7 @@ from numpy's global one; ``get_local_rank``/``get_local_size`` come from the lau
 """
 
 import functools
+import os
 import pickle
 
 from ranks import _core
@@ -78,12 +79,14 @@ def init_dist(launcher, backend="nccl", init_backend="torch", **kwargs):
 
     Under ``ranks sim`` every simulated rank is already in its world: this adopts it. Keyword
     arguments as torch's init_process_group takes them: ``timeout`` (seconds or a timedelta),
-    ``init_method``.
+    ``init_method``; and MMEngine's ``port`` for slurm (else MASTER_PORT, else 29500).
     """
     del init_backend  # MMEngine's switch between torch and other runtimes: ranks is the runtime
     if launcher not in _LAUNCHERS:
         raise InvalidArgument(f"Invalid launcher type: {launcher}; expected one of "
                               f"{', '.join(_LAUNCHERS)}")
+    if launcher == "slurm" and kwargs.get("port") is not None:
+        os.environ["MASTER_PORT"] = str(kwargs["port"])  # as MMEngine's _init_dist_slurm
     _core.init_dist(launcher, backend, kwargs.get("init_method"), _seconds(kwargs.get("timeout")))
 
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Runs a real multi-process command and checks that it exited 0 and that every rank printed
-'ok <rank>/<world> <backend>' (run_real.py's last line).
+'ok <rank>/<world> <backend>' (run_real.py's last line), or, with --printed, that stdout has
+that text (a scenario's summary line).
 
     check_real.py --ranks 3 --backend gloo -- ranks run -n 3 -- python3 run_real.py @tmpdir
+    check_real.py --printed "train_step.py: 3 ranks" -- ranks run -n 3 -- python3 train_step.py
 
 @tmpdir in the command stands for a fresh directory every rank can reach (collect_results').
 """
@@ -16,8 +18,9 @@ import tempfile
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ranks", type=int, required=True)
-    parser.add_argument("--backend", required=True)
+    parser.add_argument("--ranks", type=int)
+    parser.add_argument("--backend")
+    parser.add_argument("--printed")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -25,6 +28,13 @@ def main():
         command = [scratch if part == "@tmpdir" else part for part in command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=110)
     output = done.stdout + done.stderr
+    if args.printed is not None:
+        if done.returncode != 0 or args.printed not in done.stdout:
+            print(output)
+            sys.exit(f"check_real: exit status {done.returncode}; stdout "
+                     f"{'has' if args.printed in done.stdout else 'lacks'} {args.printed!r}")
+        print(f"printed {args.printed!r}")
+        return
     # Ranks write concurrently to one pipe: lines may run together ("ok 0/2 gloook 1/2 gloo").
     seen = set(re.findall(rf"ok (\d+)/{args.ranks} {args.backend}", done.stdout))
     want = {str(rank) for rank in range(args.ranks)}

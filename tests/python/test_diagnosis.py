@@ -101,6 +101,9 @@ def test_bad_input_raises_ranks_errors():
             dist.all_reduce(torch.ones(4, 4).t())  # not contiguous
         with pytest.raises(ranks.InvalidArgument):
             dist.all_reduce(torch.ones(2), op="average")
+        with pytest.raises(ranks.InvalidArgument) as error:
+            dist.all_reduce(torch.zeros(2, dtype=torch.complex64))
+        assert "not supported" in str(error.value)
         with pytest.raises(ranks.InvalidArgument):
             dist.all_gather_object(threading.Lock())  # cannot be pickled
         try:
