@@ -80,17 +80,6 @@ class Context {
   int world_size = 1;
   std::shared_ptr<detail::GroupImpl> world;
   Clock* clock = nullptr;  // null: the real clock
-  // The op the front end rejected (an unsupported op, a bad argument), if this rank's last op
-  // was one: reports name the op a rank failed in even when no backend saw it. A backend that
-  // accepts an op clears it (the simulator does); the happy path never touches it in dispatch.
-  struct RejectedOp {
-    bool set = false;
-    OpKind op = OpKind::Barrier;
-    std::string_view name;  // what the caller called ("gather_object"), when not op's own name
-    std::string group;
-    int64_t seq = -1;
-    std::source_location where;
-  } rejected_op;
   int local_rank = 0;
   int local_size = 1;
   std::string backend_name;

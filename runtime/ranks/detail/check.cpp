@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "ranks/context.hpp"
+#include "ranks/detail/rejected_op.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::detail {
@@ -25,17 +26,14 @@ std::string Call::describe() const {
 }
 
 void fail(const Call& call, const std::string& message) {
-  if (call.group != nullptr) {
-    const bool p2p = is_point_to_point(call.op);
-    current().rejected_op = {
-        true,
-        call.op,
-        call.name,
-        call.group->spec.name,
-        static_cast<int64_t>(p2p ? call.group->next_p2p_seq : call.group->next_collective_seq),
-        call.where};
-  }
-  throw InvalidArgument(fmt::format("{}: {}", call.describe(), message));
+  const std::string text = fmt::format("{}: {}", call.describe(), message);
+  if (call.group == nullptr) throw InvalidArgument(text);
+  const bool p2p = is_point_to_point(call.op);
+  throw Rejection<InvalidArgument>(
+      text, RejectedOp{call.op, call.name, call.group->spec.name,
+                       static_cast<int64_t>(p2p ? call.group->next_p2p_seq
+                                                : call.group->next_collective_seq),
+                       call.where});
 }
 
 void fail_undefined(const Call& call, std::string_view what) {

@@ -5,6 +5,7 @@
 
 #include "ranks/capabilities.hpp"
 #include "ranks/detail/debug_check.hpp"
+#include "ranks/detail/rejected_op.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/group.hpp"
 
@@ -16,25 +17,24 @@ namespace {
 // small: a simulated rank's stack lines are what a 16,384-rank run misses the cache on.
 [[noreturn, gnu::noinline]] void throw_not_a_member(const GroupImpl& impl, OpKind op,
                                                     const std::source_location& where) {
-  current().rejected_op = {true, op, {}, impl.spec.name, -1, where};
-  throw InvalidArgument(
+  throw Rejection<InvalidArgument>(
       fmt::format("{} at {}: this rank (global rank {}) is not a member of group '{}' (members {})",
                   op_name(op), where_str(where), current().rank, impl.spec.name,
-                  fmt::join(impl.spec.global_ranks(), ", ")));
+                  fmt::join(impl.spec.global_ranks(), ", ")),
+      RejectedOp{op, {}, impl.spec.name, -1, where});
 }
 
 [[gnu::noinline]] void reject_if_unsupported(const GroupImpl& group, const OpRequest& request,
                                              const std::source_location& where) {
   if (auto why = group.capabilities->why_unsupported(request)) {
     const bool p2p = is_point_to_point(request.kind);
-    current().rejected_op = {
-        true,
-        request.kind,
-        {},
-        group.spec.name,
-        static_cast<int64_t>(p2p ? group.next_p2p_seq : group.next_collective_seq),
-        where};
-    throw Unsupported(fmt::format("{}: {}", Call{request.kind, &group, where}.describe(), *why));
+    throw Rejection<Unsupported>(
+        fmt::format("{}: {}", Call{request.kind, &group, where}.describe(), *why),
+        RejectedOp{request.kind,
+                   {},
+                   group.spec.name,
+                   static_cast<int64_t>(p2p ? group.next_p2p_seq : group.next_collective_seq),
+                   where});
   }
 }
 

@@ -512,7 +512,6 @@ Work SimComm::submit(OpRequest&& request) {
   SimRank& owner = work->owner;
   describe_block_into(owner.block, work->request, work->group);  // not info(): see there
   owner.block_work = work.get();
-  owner.context.rejected_op.set = false;
   engine_.on_op_entered(owner, owner.block);
   Work handle(work);
   switch (work->op()) {

@@ -340,8 +340,8 @@ Report Engine::make_report() const {
     if (rank->state != RankState::Finished && !in_no_op) {
       BlockInfo info = rank->block;
       // The front end may have rejected the rank's last op before the simulator saw it.
-      const Context::RejectedOp& rejected = rank->context.rejected_op;
-      if (rank->state == RankState::Failed && rejected.set) {
+      if (rank->state == RankState::Failed && rank->rejected) {
+        const ranks::detail::RejectedOp& rejected = *rank->rejected;
         info = BlockInfo{rejected.name.empty() ? op_name(rejected.op) : rejected.name,
                          &rejected.group, rejected.seq, rejected.where};
       }

@@ -101,10 +101,11 @@ void Engine::run_rank(SimRank& rank, const std::function<void()>& body) {
   } catch (const CrashUnwind&) {
     rank.state = RankState::Crashed;  // crash() has recorded why
   } catch (const Error& e) {
-    // An argument error that no op raised (the front end records the ops it rejects; failed ops
-    // deliver their own error) is the body's: Tensor::to_vector<double>() on a float tensor
+    // An argument error that no op raised (the front end's rejections carry their op; failed
+    // ops deliver their own error) is the body's: Tensor::to_vector<double>() on a float tensor
     // after an all_reduce is not the all_reduce failing.
-    const bool from_op = rank.context.rejected_op.set ||
+    if (const ranks::detail::RejectedOp* op = ranks::detail::rejected_op_of(e)) rank.rejected = *op;
+    const bool from_op = rank.rejected.has_value() ||
                          std::current_exception() == rank.last_op_error ||
                          std::string_view(e.kind()) != "invalid_argument";
     if (from_op) {

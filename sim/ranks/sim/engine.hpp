@@ -17,6 +17,7 @@
 
 #include "ranks/context.hpp"
 #include "ranks/detail/failure_text.hpp"
+#include "ranks/detail/rejected_op.hpp"
 #include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
@@ -104,12 +105,17 @@ struct alignas(64) SimRank {
   std::string error_kind;
   std::string error;
 
-  // What a rank-operation reads or writes of it: the lines up to the context's rejected-op flag,
-  // 3 of its 8 (valgrind's lackey on an all_reduce: reports/simulator.md). The rest serves
-  // reports and rare paths, and prefetching it would cost each operation five more lines to wait
-  // for.
+  // The op the front end rejected, when that is what the body failed with (from the error
+  // itself, detail/rejected_op.hpp): the report names the op the rank failed in even though no
+  // backend saw it.
+  std::optional<ranks::detail::RejectedOp> rejected;
+
+  // What a rank-operation reads or writes of it: the lines up to the context's clock, the last
+  // of the context's hot fields (valgrind's lackey on an all_reduce: reports/simulator.md). The
+  // rest serves reports and rare paths, and prefetching it would cost each operation more lines
+  // to wait for.
   size_t hot_bytes() const {
-    return static_cast<size_t>(reinterpret_cast<const char*>(&context.rejected_op.set + 1) -
+    return static_cast<size_t>(reinterpret_cast<const char*>(&context.clock + 1) -
                                reinterpret_cast<const char*>(this));
   }
 };
