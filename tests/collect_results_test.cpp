@@ -114,6 +114,29 @@ TEST_P(CollectResults, UpstreamTwoRankCases) {
   });
 }
 
+TEST_P(CollectResults, ADirectoryItMakesIsItsOwnersAlone) {
+  run_on(GetParam(), 2, [] {
+    const int rank = get_rank();
+    std::vector<std::string> base(1);
+    if (rank == 0) {
+      char name[] = "/tmp/ranks-collect-base-XXXXXX";
+      base[0] = (fs::path(mkdtemp(name)) / "made" / "here").string();
+    }
+    broadcast_object_list(base);
+    const std::vector<int> mine = {rank};
+    auto got = collect_results(mine, 2, "cpu", fs::path(base[0]));
+    barrier();
+    if (rank == 0) {
+      EXPECT_EQ(got, (std::vector<int>{0, 1}));
+      // The call removes its tmpdir once empty; the parent it made stays, the user's alone.
+      const fs::path made = fs::path(base[0]).parent_path();
+      ASSERT_TRUE(fs::is_directory(made));
+      EXPECT_EQ(fs::status(made).permissions() & fs::perms::all, fs::perms::owner_all);
+      fs::remove_all(made.parent_path());
+    }
+  });
+}
+
 TEST_P(CollectResults, UnevenEmptyAndNoneLikeParts) {
   run_on(GetParam(), 3, [] {
     const int rank = get_rank();

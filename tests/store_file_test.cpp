@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -153,6 +154,26 @@ TEST_F(FileStoreTest, AJobThatClosesEveryStoreLeavesNoFileAndTheNextJobStartsFre
   EXPECT_FALSE(std::filesystem::exists(path()));
   FileStore next(path(), 2, 1s);
   EXPECT_FALSE(next.check({"k"}));
+}
+
+TEST_F(FileStoreTest, TheFileIsItsOwnersAloneAndNeverALink) {
+  {
+    FileStore store(path(), 2, 5s);
+    struct stat info {};
+    ASSERT_EQ(::stat(path().c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u);
+  }
+  const std::filesystem::path folder = std::filesystem::path(path()).parent_path();
+  const std::string target = (folder / "elsewhere").string();
+  std::ofstream(target) << "someone else's";
+  const std::filesystem::path link = folder / "planted";
+  std::filesystem::create_symlink(target, link);
+  try {
+    FileStore store(link.string(), 2, 1s);
+    ADD_FAILURE() << "a file store opened a symbolic link";
+  } catch (const RendezvousError& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic link"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(FileStoreTest, AFileThatIsNotAStoreIsReportedAsCorrupt) {

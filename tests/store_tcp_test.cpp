@@ -53,6 +53,10 @@ class LogLines {
       lines_.push_back(line);
     };
   }
+  size_t count() {
+    std::lock_guard lock(mutex_);
+    return lines_.size();
+  }
   std::string all() {
     std::lock_guard lock(mutex_);
     std::string out;
@@ -68,6 +72,7 @@ class LogLines {
 TCPStoreOptions server_options(LogLines* log = nullptr) {
   TCPStoreOptions o;
   o.port = 0;
+  o.log_interval = std::chrono::milliseconds(0);  // every line, as the tests read them all
   if (log != nullptr) o.log = log->sink();
   return o;
 }
@@ -149,6 +154,73 @@ wire::Request set_request(const std::string& key, const Bytes& value) {
   r.key = key;
   r.value = value;
   return r;
+}
+
+// Whether a plain TCP connect to address:port is accepted (loopback answers all of 127/8, so
+// 127.0.0.2 is this host under another address).
+bool accepts(const char* address, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, address, &to.sin_addr);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(TcpStore, AServerListensOnlyWhereItIsAsked) {
+  TCPStoreOptions everywhere = server_options();
+  everywhere.is_server = true;
+  TCPStore open_server(everywhere);
+  EXPECT_TRUE(accepts("127.0.0.1", open_server.port()));
+  EXPECT_TRUE(accepts("127.0.0.2", open_server.port()));
+
+  TCPStoreOptions loopback = server_options();
+  loopback.is_server = true;
+  loopback.listen_host = "127.0.0.1";
+  TCPStore server(loopback);
+  EXPECT_TRUE(accepts("127.0.0.1", server.port()));
+  EXPECT_FALSE(accepts("127.0.0.2", server.port()));
+  auto c = client(server.port(), 5s);
+  c->set("k", bytes("v"));
+  EXPECT_EQ(c->get("k"), bytes("v"));
+}
+
+TEST(TcpStore, AListenAddressThatIsNotThisHostsIsNamed) {
+  TCPStoreOptions elsewhere = server_options();
+  elsewhere.is_server = true;
+  elsewhere.listen_host = "192.0.2.1";  // TEST-NET-1: never an address of a test machine
+  try {
+    TCPStore server(elsewhere);
+    ADD_FAILURE() << "listened on 192.0.2.1";
+  } catch (const RendezvousError& e) {
+    EXPECT_TRUE(Contains(e.what(), "192.0.2.1 is not an address of this host")) << e.what();
+  }
+}
+
+TEST(TcpStore, RefusalsAreLoggedOncePerIntervalWithACount) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.token = "job-secret";
+  o.log_interval = std::chrono::hours(1);
+  constexpr int kStrays = 20;
+  {
+    TCPStore server(o);
+    for (int i = 0; i < kStrays; ++i) {
+      RawClient raw(server.port());
+      raw.hello("guess");
+      ASSERT_TRUE(raw.reply(wire::Op::Hello));
+      EXPECT_TRUE(raw.closed_by_server());
+    }
+    EXPECT_EQ(log.count(), 1u) << log.all();
+    EXPECT_TRUE(Contains(log.all(), "token does not match"));
+  }
+  // The server is gone: what it held back went out with its count.
+  EXPECT_EQ(log.count(), 2u) << log.all();
+  EXPECT_TRUE(Contains(log.all(), std::to_string(kStrays - 1) + " more like it since, the latest: "
+                                  "closing the connection from 127.0.0.1:"));
 }
 
 TEST(TcpStore, PortZeroPicksDistinctFreePorts) {

@@ -19,6 +19,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -31,6 +32,7 @@
 #include "ranks/real/fatal.hpp"
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
+#include "ranks/launch/job_secret.hpp"
 
 namespace ranks::cli {
 
@@ -294,6 +296,13 @@ int run(const RunArgs& args) {
       !args.backend.empty() && ranks::capabilities(args.backend).launcher == "mpi";
   const int port = args.master_port != 0 || through_mpirun ? args.master_port
                                                            : launch::free_rendezvous_port();
+  // A fresh secret for this job's rendezvous store, which its ranks inherit, unless the caller
+  // gave one. Several nodes' launchers cannot agree on a fresh one: they share the caller's
+  // (RANKS_STORE_TOKEN or RANKS_STORE_TOKEN_FILE on every node), or the store has none.
+  if (args.nnodes == 1 && std::getenv(launch::kStoreTokenVariable) == nullptr &&
+      std::getenv(launch::kStoreTokenFileVariable) == nullptr) {
+    setenv(launch::kStoreTokenVariable, launch::new_job_secret().c_str(), 1);
+  }
   if (pipe2(child_exited_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::runtime_error("pipe failed");
   struct sigaction action {};

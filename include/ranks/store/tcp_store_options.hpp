@@ -11,9 +11,13 @@
 namespace ranks {
 
 struct TCPStoreOptions {
-  // Clients connect here. The server listens on every interface, as torch's does, so that
-  // ranks on other nodes reach it under the name the launcher gives them.
+  // Clients connect here.
   std::string host = "127.0.0.1";
+  // Where the server listens: empty, every interface (IPv6 with IPv4 mapped in, as torch's
+  // does); else only that address (a name or a literal). init_process_group listens on loopback
+  // for a job on one node and on MASTER_ADDR's address otherwise, so a store is reachable from
+  // no network its job does not use.
+  std::string listen_host;
   // The server's port. A server given 0 picks a free one; read it back with port().
   int port = 0;
   // How many clients the job will have, shown in timeout messages ("3/4 clients connected");
@@ -34,6 +38,9 @@ struct TCPStoreOptions {
   // Where the server reports connections it closes for a reason (garbage, wrong token, ...).
   // Called on the server's thread. Empty: one line on stderr.
   std::function<void(const std::string&)> log;
+  // At most one such report per interval: the first as it happens, then how many more there
+  // were, with the latest (a port scan or a stray client must not flood the job's output).
+  std::chrono::milliseconds log_interval = std::chrono::seconds(10);
 };
 
 }  // namespace ranks

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,12 +47,25 @@ struct Announcement {
   }
 };
 
+// base and its missing parents. A directory this makes is the user's alone (0700, as each
+// call's own under it is, from mkdtemp); one that exists is left as it is: a shared tmpdir is
+// the caller's choice.
+void make_private_directories(const fs::path& base) {
+  fs::path made;
+  for (const fs::path& part : fs::absolute(base)) {
+    made /= part;
+    if (::mkdir(made.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw fs::filesystem_error("mkdir", made, std::error_code(errno, std::generic_category()));
+    }
+  }
+}
+
 Announcement make_directory(const std::optional<fs::path>& tmpdir) {
   Announcement a;
   a.host = hostname();
   const fs::path base = tmpdir.value_or(fs::path(".dist_test"));
   try {
-    fs::create_directories(base);
+    make_private_directories(base);
     std::string pattern = (fs::absolute(base) / "collect-XXXXXX").string();
     if (mkdtemp(pattern.data()) == nullptr) {
       throw fs::filesystem_error("mkdtemp", fs::path(pattern),

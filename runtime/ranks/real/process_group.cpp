@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <charconv>
 #include <chrono>
 #include <map>
 #include <numeric>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "ranks/backends/registry.hpp"
 #include "ranks/capabilities.hpp"
@@ -20,6 +22,7 @@
 #include "ranks/detail/cuda.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
+#include "ranks/launch/job_secret.hpp"
 #include "ranks/launch/launcher.hpp"
 #include "ranks/store/stores.hpp"
 
@@ -92,14 +95,55 @@ std::map<std::string, std::vector<uint8_t>>& servers_joined() {
   return joined;
 }
 
-std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const Membership& m,
-                                      std::chrono::milliseconds timeout) {
+// Whether every rank of the job is on this host, by the launcher's word.
+bool one_node_job(const Membership& m) { return m.local_size && *m.local_size == m.world_size; }
+
+// Where rank 0's store listens and every rank connects, and with what secret: a one-node job's
+// store on loopback, where no other host reaches it; otherwise on MASTER_ADDR's address only.
+struct StoreAccess {
+  std::string connect_host;
+  std::string listen_host;
+  std::string token;
+};
+
+StoreAccess store_access(const std::string& host, const Membership& m, bool from_launcher) {
+  StoreAccess access{host, host, {}};
+  if (from_launcher && one_node_job(m)) access.connect_host = access.listen_host = "127.0.0.1";
+  if (auto secret = launch::job_secret(launch::Env::process())) {
+    access.token = *secret;
+  } else if (m.rank == 0) {
+    static bool said = false;  // once per process, however many process groups it makes
+    if (!std::exchange(said, true)) {
+      std::fprintf(stderr,
+                   "ranks: note: the rendezvous store at %s:%d has no secret: anyone who can "
+                   "reach it can read and write the job's keys. `ranks run` gives its ranks one; "
+                   "under other launchers set %s or %s (a file only you can read)\n",
+                   access.listen_host.c_str(), m.master_port, launch::kStoreTokenVariable,
+                   launch::kStoreTokenFileVariable);
+    }
+  }
+  return access;
+}
+
+std::shared_ptr<Store> join_tcp_store(const std::string& given_host, int port,
+                                      const Membership& m, std::chrono::milliseconds timeout,
+                                      bool from_launcher) {
+  const StoreAccess access = store_access(given_host, m, from_launcher);
+  const std::string& host = access.connect_host;
   static const std::string identity_key = "ranks/server_identity";
   // Rank 0's world size, written before the identity: a rank that sees the identity can read it.
   static const std::string world_size_key = "ranks/world_size";
   std::vector<uint8_t>& seen = servers_joined()[fmt::format("{}:{}", host, port)];
   if (m.rank == 0) {
-    auto store = std::make_shared<TCPStore>(host, port, m.world_size, true, timeout);
+    TCPStoreOptions options;
+    options.host = host;
+    options.listen_host = access.listen_host;
+    options.port = port;
+    options.world_size = m.world_size;
+    options.is_server = true;
+    options.timeout = timeout;
+    options.token = access.token;
+    auto store = std::make_shared<TCPStore>(std::move(options));
     const std::string size = std::to_string(m.world_size);
     store->set(world_size_key, std::vector<uint8_t>(size.begin(), size.end()));
     std::random_device entropy;
@@ -116,7 +160,8 @@ std::shared_ptr<Store> join_tcp_store(const std::string& host, int port, const M
         deadline - std::chrono::steady_clock::now());
     try {
       auto store = std::make_shared<TCPStore>(host, port, m.world_size, false,
-                                              std::max(left, std::chrono::milliseconds(1)));
+                                              std::max(left, std::chrono::milliseconds(1)),
+                                              access.token);
       std::vector<uint8_t> identity = store->get(identity_key);
       if (identity != seen) {
         const std::vector<uint8_t> size = store->get(world_size_key);
@@ -149,11 +194,11 @@ std::shared_ptr<Store> make_store(const InitOptions& options, const Membership& 
   if (options.store) return options.store;
   const std::string& method = options.init_method;
   if (method.starts_with("env://")) {
-    return join_tcp_store(m.master_addr, m.master_port, m, options.timeout);
+    return join_tcp_store(m.master_addr, m.master_port, m, options.timeout, true);
   }
   if (method.starts_with("tcp://")) {
     auto [host, port] = host_port(std::string_view(method).substr(6), "init_method");
-    return join_tcp_store(host, port, m, options.timeout);
+    return join_tcp_store(host, port, m, options.timeout, false);
   }
   if (method.starts_with("file://")) {
     return std::make_shared<FileStore>(method.substr(7), m.world_size, options.timeout);

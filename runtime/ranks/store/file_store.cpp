@@ -78,7 +78,13 @@ FileStore::FileStore(std::string path, int world_size, std::chrono::milliseconds
 }
 
 bool FileStore::open_and_join(Clock::time_point deadline) {
-  store::Fd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  // 0600: the keys are the job's (the rendezvous, every rank's address); O_NOFOLLOW: a link
+  // planted at the path could point the job at a file someone else controls.
+  store::Fd fd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd && errno == ELOOP) {
+    throw RendezvousError(fmt::format(
+        "{}: the path is a symbolic link; a file store opens only a file of its own", name_));
+  }
   if (!fd) {
     throw RendezvousError(
         fmt::format("{}: cannot open the file: {}; the directory must exist and "

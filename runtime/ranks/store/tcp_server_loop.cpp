@@ -1,6 +1,7 @@
 #include "ranks/store/tcp_server_loop.hpp"
 
 #include <fmt/format.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 
 #include "ranks/errors.hpp"
 #include "ranks/store/messages.hpp"
@@ -40,47 +42,83 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-// A socket listening on every interface: IPv6 with IPv4 mapped in when the host has IPv6,
-// plain IPv4 otherwise.
-Fd listen_on(int port) {
-  int last_error = 0;
-  for (int family : {AF_INET6, AF_INET}) {
-    Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd) {
-      last_error = errno;
-      continue;
-    }
-    int one = 1;
-    int zero = 0;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc = 0;
-    if (family == AF_INET6) {
-      ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-      sockaddr_in6 address{};
-      address.sin6_family = AF_INET6;
-      address.sin6_addr = in6addr_any;
-      address.sin6_port = htons(static_cast<uint16_t>(port));
-      rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
-    } else {
-      sockaddr_in address{};
-      address.sin_family = AF_INET;
-      address.sin_addr.s_addr = htonl(INADDR_ANY);
-      address.sin_port = htons(static_cast<uint16_t>(port));
-      rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address);
-    }
-    if (rc == 0 && ::listen(fd.get(), SOMAXCONN) == 0) return fd;
-    last_error = errno;
-    if (last_error == EADDRINUSE) break;
-  }
-  if (last_error == EADDRINUSE) {
+[[noreturn]] void cannot_listen(const std::string& where, int port, int error) {
+  if (error == EADDRINUSE) {
     throw RendezvousError(fmt::format(
         "tcp store server: port {} is already in use (another job's store, or a program still "
         "holding it); choose another port (MASTER_PORT, ranks run --master-port), or leave "
         "ranks run's --master-port out to let it pick a free one",
         port));
   }
-  throw RendezvousError(
-      fmt::format("tcp store server: cannot listen on port {}: {}", port, errno_text(last_error)));
+  if (error == EADDRNOTAVAIL) {
+    throw RendezvousError(fmt::format(
+        "tcp store server: cannot listen on {} port {}: {} is not an address of this host (the "
+        "store is hosted where rank 0 runs: MASTER_ADDR must name that host)",
+        where, port, where));
+  }
+  throw RendezvousError(fmt::format("tcp store server: cannot listen on {} port {}: {}", where,
+                                    port, errno_text(error)));
+}
+
+Fd bound_listener(int family, const sockaddr* address, socklen_t length, bool dual_stack,
+                  int& error) {
+  Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) {
+    error = errno;
+    return fd;
+  }
+  int one = 1;
+  int zero = 0;
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (dual_stack) ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+  if (::bind(fd.get(), address, length) == 0 && ::listen(fd.get(), SOMAXCONN) == 0) return fd;
+  error = errno;
+  return Fd{};
+}
+
+// A socket listening on every interface: IPv6 with IPv4 mapped in when the host has IPv6,
+// plain IPv4 otherwise.
+Fd listen_everywhere(int port) {
+  int error = 0;
+  sockaddr_in6 any6{};
+  any6.sin6_family = AF_INET6;
+  any6.sin6_addr = in6addr_any;
+  any6.sin6_port = htons(static_cast<uint16_t>(port));
+  Fd fd = bound_listener(AF_INET6, reinterpret_cast<sockaddr*>(&any6), sizeof any6, true, error);
+  if (fd || error == EADDRINUSE) {
+    if (fd) return fd;
+    cannot_listen("every interface", port, error);
+  }
+  sockaddr_in any4{};
+  any4.sin_family = AF_INET;
+  any4.sin_addr.s_addr = htonl(INADDR_ANY);
+  any4.sin_port = htons(static_cast<uint16_t>(port));
+  fd = bound_listener(AF_INET, reinterpret_cast<sockaddr*>(&any4), sizeof any4, false, error);
+  if (!fd) cannot_listen("every interface", port, error);
+  return fd;
+}
+
+// A socket listening on host's address only (the first of its addresses that binds).
+Fd listen_on(const std::string& host, int port) {
+  if (host.empty()) return listen_everywhere(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    throw RendezvousError(fmt::format("tcp store server: cannot listen on {}: {}", host,
+                                      ::gai_strerror(rc)));
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> addresses(found, ::freeaddrinfo);
+  int error = EADDRNOTAVAIL;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    Fd fd = bound_listener(a->ai_family, a->ai_addr, a->ai_addrlen, false, error);
+    if (fd) return fd;
+    if (error == EADDRINUSE) break;
+  }
+  cannot_listen(host, port, error);
 }
 
 int bound_port(int fd) {
@@ -101,6 +139,7 @@ ServerLoop::ServerLoop(const TCPStoreOptions& options)
       max_key_(options.max_key_bytes),
       max_value_(options.max_value_bytes),
       log_(options.log),
+      log_interval_(options.log_interval),
       state_(options.max_key_bytes, options.max_value_bytes, options.world_size) {
   if (options.port < 0 || options.port > 65535) {
     throw InvalidArgument(fmt::format(
@@ -118,7 +157,7 @@ ServerLoop::ServerLoop(const TCPStoreOptions& options)
         "1 byte to 4 GiB and values at most 1 GiB",
         describe_size(options.max_key_bytes), describe_size(options.max_value_bytes)));
   }
-  listener_ = listen_on(options.port);
+  listener_ = listen_on(options.listen_host, options.port);
   port_ = bound_port(listener_.get());
   wake_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!wake_) {
@@ -135,7 +174,26 @@ void ServerLoop::stop() {
   [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
-void ServerLoop::log(const std::string& message) const {
+void ServerLoop::log(const std::string& message) {
+  const Clock::time_point now = Clock::now();
+  if (now < log_quiet_until_) {
+    ++log_held_;
+    log_latest_held_ = message;
+    return;
+  }
+  flush_held_log();
+  emit(message);
+  log_quiet_until_ = now + log_interval_;
+}
+
+void ServerLoop::flush_held_log() {
+  if (log_held_ == 0) return;
+  emit(fmt::format("{} more like it since, the latest: {}", log_held_, log_latest_held_));
+  log_held_ = 0;
+  log_latest_held_.clear();
+}
+
+void ServerLoop::emit(const std::string& message) const {
   if (log_) {
     log_(message);
     return;
@@ -154,6 +212,7 @@ void ServerLoop::run() {
     }
   }
   conns_.clear();
+  flush_held_log();
 }
 
 int ServerLoop::poll_timeout_ms() const {

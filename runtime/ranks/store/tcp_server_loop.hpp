@@ -66,7 +66,11 @@ class ServerLoop {
   bool backlogged(const Connection& c) const;
   void uncount(Connection& c);
   int poll_timeout_ms() const;
-  void log(const std::string& message) const;
+  // To the log, at most once per log_interval: later messages within it are counted and the
+  // latest kept, and go out with the next one that may (or when the loop ends).
+  void log(const std::string& message);
+  void flush_held_log();
+  void emit(const std::string& message) const;
   void publish_counts();
 
   const std::string token_;
@@ -74,6 +78,10 @@ class ServerLoop {
   const std::size_t max_key_;
   const std::size_t max_value_;
   const std::function<void(const std::string&)> log_;
+  const std::chrono::milliseconds log_interval_;
+  Clock::time_point log_quiet_until_{};
+  uint64_t log_held_ = 0;
+  std::string log_latest_held_;
   Fd listener_;
   Fd wake_;
   int port_ = 0;
