@@ -3,7 +3,10 @@
 // local rank and size (the launcher's, else from hostnames exchanged through the store), and the
 // backend's world communicator.
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,9 +109,37 @@ struct StoreAccess {
   std::string token;
 };
 
+// Whether every address host resolves to here is a loopback one (127.0.1.1, the address
+// Debian's /etc/hosts gives the host's own name, among them).
+bool resolves_to_loopback_only(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
+  bool loopback_only = true;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      loopback_only = loopback_only && (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
+      loopback_only = loopback_only && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+    }
+  }
+  ::freeaddrinfo(found);
+  return loopback_only;
+}
+
 StoreAccess store_access(const std::string& host, const Membership& m, bool from_launcher) {
   StoreAccess access{host, host, {}};
-  if (from_launcher && one_node_job(m)) access.connect_host = access.listen_host = "127.0.0.1";
+  if (from_launcher && one_node_job(m)) {
+    access.connect_host = access.listen_host = "127.0.0.1";
+  } else if (m.local_size && *m.local_size < m.world_size && resolves_to_loopback_only(host)) {
+    // Other nodes reach this host under its name through their own resolver; here the name
+    // means loopback (as /etc/hosts often has it), where they could not connect: every
+    // interface, as before a listen address was chosen.
+    access.listen_host.clear();
+  }
   if (auto secret = launch::job_secret(launch::Env::process())) {
     access.token = *secret;
   } else if (m.rank == 0) {
