@@ -3,8 +3,10 @@
 // another type: each must raise ranks::Error with a message naming the origin, never crash and
 // never allocate what a bogus length asks for.
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -199,6 +201,42 @@ TEST(ObjectPayload, HugeLengthsAreRejectedBeforeAllocating) {
   Bytes text = encode(std::string("abc"));
   std::memcpy(text.data() + 24, &huge, 8);
   EXPECT_TRUE(Contains(decode_error<std::string>(text), "bytes left"));
+}
+
+TEST(ObjectPayload, ALengthCannotAskForMuchMoreMemoryThanThePayloadHas) {
+  // A 64 KiB body that reads as a vector of 4 KiB elements whose length is every byte left:
+  // refused before the vector is sized (it would be 256 MiB), and so in a deque, and in a
+  // vector inside a vector.
+  using Big = std::array<double, 512>;
+  const Bytes body(64 * 1024, 0);
+  auto payload_of = [&](uint64_t type_tag) {
+    Bytes bytes(object::header_bytes);
+    object::write_header(bytes, body.size(), type_tag);
+    bytes.insert(bytes.end(), body.begin(), body.end());
+    uint64_t length = body.size() - 8;  // every byte after the length itself
+    std::memcpy(bytes.data() + 24, &length, 8);
+    return bytes;
+  };
+  const std::string vector_error =
+      decode_error<std::vector<Big>>(payload_of(object::type_tag<std::vector<Big>>()));
+  EXPECT_TRUE(Contains(vector_error, "elements of 4096 bytes would take")) << vector_error;
+  const std::string deque_error =
+      decode_error<std::deque<Big>>(payload_of(object::type_tag<std::deque<Big>>()));
+  EXPECT_TRUE(Contains(deque_error, "elements of 4096 bytes would take")) << deque_error;
+  Bytes nested = payload_of(object::type_tag<std::vector<std::vector<Big>>>());
+  const uint64_t one = 1;  // one inner vector, whose own length is every byte left
+  std::memcpy(nested.data() + 24, &one, 8);
+  const uint64_t inner = body.size() - 16;
+  std::memcpy(nested.data() + 32, &inner, 8);
+  const std::string nested_error = decode_error<std::vector<std::vector<Big>>>(nested);
+  EXPECT_TRUE(Contains(nested_error, "elements of 4096 bytes would take")) << nested_error;
+  // What real payloads of these types hold decodes as before.
+  const std::vector<Big> two(2, Big{});
+  EXPECT_EQ(decode<std::vector<Big>>(encode(two), "test"), two);
+  const std::vector<std::string> empties(1000);
+  EXPECT_EQ(decode<std::vector<std::string>>(encode(empties), "test"), empties);
+  const std::deque<std::vector<int>> rows = {{1, 2}, {}, {3}};
+  EXPECT_EQ(decode<std::deque<std::vector<int>>>(encode(rows), "test"), rows);
 }
 
 TEST(ObjectPayload, InvalidValuesAndWrongTypes) {

@@ -4,13 +4,16 @@
 // resize the container (zero-filling it) and then copy into it, and build each map entry on the
 // side before moving it into a node: a third of the instructions of decoding a 10,000-entry
 // map<string, vector<float>> that way. Overload resolution prefers these to cereal's templates
-// over any archive (they are more specialized), and cereal finds them by ADL.
+// over any archive (they are more specialized), and cereal finds them by ADL. Vectors of other
+// types and deques get loads of their own for one reason: to bound the memory a corrupt length
+// makes them take before their elements are read.
 // Included by archive.hpp, after InputArchive; included first, it brings archive.hpp in (whose
 // own include of this file is then skipped) so that it compiles on its own.
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <string>
@@ -62,7 +65,50 @@ inline size_t load_size(InputArchive& ar) {
   return static_cast<size_t>(size);
 }
 
+// What the elements of a container that is sized before its elements are read (a vector or
+// deque of anything but numbers) may take, per byte of payload left. A corrupt length is
+// already at most the bytes left (archive.hpp), but an element can take far more memory than
+// the one byte that check allows it: 65,536 elements of std::array<double, 512> from a 64 KiB
+// body would be 256 MiB. A real payload stays far below this bound: its elements are in the
+// bytes that follow.
+inline constexpr size_t kMemoryPerPayloadByte = 64;
+inline constexpr size_t kMemorySlack = 64 * 1024;
+
+template <class T>
+void check_allocation(const InputArchive& ar, size_t count) {
+  const size_t bound = ar.remaining() * kMemoryPerPayloadByte + kMemorySlack;
+  if (count > bound / sizeof(T)) {
+    throw cereal::Exception("a length of " + std::to_string(count) + " elements of " +
+                            std::to_string(sizeof(T)) + " bytes would take " +
+                            std::to_string(count) + " x " + std::to_string(sizeof(T)) +
+                            " bytes of memory from a payload with " +
+                            std::to_string(ar.remaining()) + " bytes left (at most " +
+                            std::to_string(kMemoryPerPayloadByte) + " per byte)");
+  }
+}
+
+// Sizes container (a vector or deque) to a checked length, then reads its elements.
+template <class Container>
+void load_sized(InputArchive& ar, Container& container) {
+  const size_t size = load_size(ar);
+  check_allocation<typename Container::value_type>(ar, size);
+  container.clear();
+  container.resize(size);
+  for (auto& element : container) ar(element);
+}
+
 }  // namespace detail
+
+template <class T, class Alloc>
+requires(!std::is_arithmetic_v<T>) void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar,
+                                                                  std::vector<T, Alloc>& vector) {
+  detail::load_sized(ar, vector);
+}
+
+template <class T, class Alloc>
+void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar, std::deque<T, Alloc>& deque) {
+  detail::load_sized(ar, deque);
+}
 
 template <class Traits, class Alloc>
 void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar, std::basic_string<char, Traits, Alloc>& str) {
