@@ -223,6 +223,60 @@ TEST(TcpStore, RefusalsAreLoggedOncePerIntervalWithACount) {
                                   "closing the connection from 127.0.0.1:"));
 }
 
+TEST(TcpStore, AConnectionThatSaysNoHelloIsClosedAndTheJobServed) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.handshake_timeout = 200ms;
+  TCPStore server(o);
+  RawClient silent(server.port());
+  EXPECT_TRUE(silent.closed_by_server());
+  EXPECT_TRUE(Contains(log.all(), "it said no hello within 200 ms")) << log.all();
+  auto member = client(server.port(), 5s);
+  member->set("k", bytes("v"));
+  EXPECT_EQ(member->get("k"), bytes("v"));
+}
+
+TEST(TcpStore, StrangersInTheirHandshakeCannotCrowdOutTheJob) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.max_handshaking = 4;
+  o.handshake_timeout = std::chrono::hours(1);
+  TCPStore server(o);
+  std::vector<std::unique_ptr<RawClient>> strangers;
+  for (int i = 0; i < 10; ++i) strangers.push_back(std::make_unique<RawClient>(server.port()));
+  auto member = client(server.port(), 5s);  // the 11th: the oldest stranger makes room
+  member->set("k", bytes("v"));
+  EXPECT_EQ(member->get("k"), bytes("v"));
+  EXPECT_TRUE(strangers.front()->closed_by_server());
+  EXPECT_TRUE(Contains(log.all(), "in their handshake at once (at most 4); the oldest is closed"))
+      << log.all();
+}
+
+TEST(TcpStore, TheStoredBytesQuotaRefusesWhatWouldPassItAndKeepsTheRest) {
+  TCPStoreOptions o = server_options();
+  o.is_server = true;
+  o.max_stored_bytes = 1000;
+  TCPStore server(o);
+  auto c = client(server.port(), 5s);
+  c->set("a", Bytes(600, 1));  // 601 bytes held
+  try {
+    c->set("b", Bytes(600, 2));
+    ADD_FAILURE() << "the store went past its quota";
+  } catch (const InvalidArgument& e) {
+    EXPECT_TRUE(Contains(e.what(), "may hold at most 1000 bytes")) << e.what();
+    EXPECT_TRUE(Contains(e.what(), "max_stored_bytes")) << e.what();
+  }
+  EXPECT_FALSE(c->check({"b"}));
+  c->set("a", Bytes(900, 3));  // a bigger value for the same key still fits: 901 bytes
+  EXPECT_EQ(c->get("a"), Bytes(900, 3));
+  EXPECT_TRUE(c->delete_key("a"));
+  c->set("b", Bytes(600, 2));  // room again
+  EXPECT_EQ(c->add("n", 5), 5);
+  EXPECT_EQ(c->get("b"), Bytes(600, 2));
+}
+
 TEST(TcpStore, PortZeroPicksDistinctFreePorts) {
   TCPStore a("127.0.0.1", 0, 1, true, 5s);
   TCPStore b("127.0.0.1", 0, 1, true, 5s);

@@ -13,5 +13,6 @@ inline constexpr std::chrono::milliseconds kDefaultStoreTimeout = std::chrono::m
 // without limit. Values carry addresses, ids and small objects; big data belongs elsewhere.
 inline constexpr std::size_t kDefaultMaxKeyBytes = 4 * 1024;
 inline constexpr std::size_t kDefaultMaxValueBytes = 64 * 1024 * 1024;
+inline constexpr std::size_t kDefaultMaxStoredBytes = std::size_t{1} << 30;
 
 }  // namespace ranks

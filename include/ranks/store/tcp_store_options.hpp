@@ -35,6 +35,15 @@ struct TCPStoreOptions {
   // The server's limits; clients learn them at the handshake and check before they send.
   std::size_t max_key_bytes = kDefaultMaxKeyBytes;
   std::size_t max_value_bytes = kDefaultMaxValueBytes;
+  // What the server holds at most, keys and values together: a set that would take it past
+  // this is refused with an error naming the quota, and nothing is stored.
+  std::size_t max_stored_bytes = kDefaultMaxStoredBytes;
+  // A connection must say hello (the token, the protocol version) within this, or is closed:
+  // a job's own clients do so at once; an idle stranger does not get to hold a descriptor.
+  std::chrono::milliseconds handshake_timeout = std::chrono::seconds(10);
+  // Connections still in their handshake at once, at most: one more closes the oldest of them
+  // (a job's client, which says hello at once, is never the oldest for long).
+  std::size_t max_handshaking = 64;
   // Where the server reports connections it closes for a reason (garbage, wrong token, ...).
   // Called on the server's thread. Empty: one line on stderr.
   std::function<void(const std::string&)> log;

@@ -140,7 +140,10 @@ ServerLoop::ServerLoop(const TCPStoreOptions& options)
       max_value_(options.max_value_bytes),
       log_(options.log),
       log_interval_(options.log_interval),
-      state_(options.max_key_bytes, options.max_value_bytes, options.world_size) {
+      handshake_timeout_(options.handshake_timeout),
+      max_handshaking_(std::max<std::size_t>(options.max_handshaking, 1)),
+      state_(options.max_key_bytes, options.max_value_bytes, options.max_stored_bytes,
+             options.world_size) {
   if (options.port < 0 || options.port > 65535) {
     throw InvalidArgument(fmt::format(
         "tcp store server: port {} is out of range; use 1..65535, or 0 to pick a free port",
@@ -219,6 +222,7 @@ int ServerLoop::poll_timeout_ms() const {
   std::optional<Clock::time_point> next = state_.next_deadline();
   for (const auto& [id, c] : conns_) {
     if (c.closing && (!next || c.close_by < *next)) next = c.close_by;
+    if (handshaking(c) && (!next || c.hello_by < *next)) next = c.hello_by;
   }
   const auto now = Clock::now();
   if (listener_paused_until_ > now && (!next || listener_paused_until_ < *next)) {
@@ -271,10 +275,20 @@ void ServerLoop::serve_once() {
   publish_counts();
   deliver(answers);
   const auto now = Clock::now();
+  drop_silent(now);
   for (auto& [id, c] : conns_) {
     if (c.closing && now >= c.close_by) c.dead = true;
   }
   reap();
+}
+
+void ServerLoop::drop_silent(Clock::time_point now) {
+  for (auto& [id, c] : conns_) {
+    if (handshaking(c) && now >= c.hello_by) {
+      drop(c, fmt::format("it said no hello within {} ms (not a ranks store client?)",
+                          handshake_timeout_.count()));
+    }
+  }
 }
 
 void ServerLoop::accept_all() {
@@ -291,10 +305,24 @@ void ServerLoop::accept_all() {
       return;  // EAGAIN, or a connection that went away before accept: nothing to do
     }
     set_no_delay(fd.get());
+    // Room for one more in its handshake: the oldest goes (conns_ is in arrival order).
+    std::size_t waiting = 0;
+    Connection* oldest = nullptr;
+    for (auto& [id, other] : conns_) {
+      if (!handshaking(other)) continue;
+      ++waiting;
+      if (oldest == nullptr) oldest = &other;
+    }
+    if (waiting >= max_handshaking_ && oldest != nullptr) {
+      drop(*oldest, fmt::format("{} connections were in their handshake at once (at most {}); "
+                                "the oldest is closed",
+                                waiting + 1, max_handshaking_));
+    }
     Connection c;
     c.id = next_id_++;
     c.peer = address_text(reinterpret_cast<sockaddr*>(&address), length);
     c.fd = std::move(fd);
+    c.hello_by = Clock::now() + handshake_timeout_;
     conns_.emplace(c.id, std::move(c));
   }
 }

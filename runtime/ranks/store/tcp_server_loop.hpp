@@ -40,6 +40,7 @@ class ServerLoop {
     std::vector<uint8_t> out;
     std::size_t out_sent = 0;
     bool hello_done = false;
+    Clock::time_point hello_by{};  // closed if it has not said hello by then
     bool counted = false;  // in clients_
     // After a fatal error the reply is flushed, input is drained until the peer closes (so the
     // peer reads the reply instead of a reset) and then the connection is closed.
@@ -50,6 +51,10 @@ class ServerLoop {
   };
 
   void serve_once();
+  // Connections past their handshake deadline are dropped.
+  void drop_silent(Clock::time_point now);
+  // Whether c is still in its handshake (and not on its way out).
+  static bool handshaking(const Connection& c) { return !c.hello_done && !c.closing && !c.dead; }
   void accept_all();
   void read_from(Connection& c);
   void process(Connection& c);
@@ -79,6 +84,8 @@ class ServerLoop {
   const std::size_t max_value_;
   const std::function<void(const std::string&)> log_;
   const std::chrono::milliseconds log_interval_;
+  const std::chrono::milliseconds handshake_timeout_;
+  const std::size_t max_handshaking_;
   Clock::time_point log_quiet_until_{};
   uint64_t log_held_ = 0;
   std::string log_latest_held_;

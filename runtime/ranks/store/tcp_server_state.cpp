@@ -1,8 +1,11 @@
 #include "ranks/store/tcp_server_state.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "ranks/errors.hpp"
+#include "ranks/store/messages.hpp"
 
 namespace ranks::store {
 
@@ -60,23 +63,51 @@ void ServerState::handle(ConnId conn, const wire::Request& request, Clock::time_
   for (const std::string& key : changed) release_waiters(key, out);
 }
 
+std::size_t ServerState::entry_bytes(const std::string& key) const {
+  const Bytes* value = map_.find(key);
+  return value != nullptr ? key.size() + value->size() : 0;
+}
+
+void ServerState::check_room(std::size_t before, std::size_t after, const std::string& key) const {
+  if (after > before && stored_ - before + after > max_stored_) {
+    throw InvalidArgument(fmt::format(
+        "the store holds {} of keys and values and may hold at most {}; storing {} more under "
+        "'{}' is refused (TCPStoreOptions::max_stored_bytes)",
+        describe_size(stored_), describe_size(max_stored_), describe_size(after - before), key));
+  }
+}
+
+void ServerState::charge(const std::string& key, std::size_t value_bytes) {
+  const std::size_t before = entry_bytes(key);
+  const std::size_t after = key.size() + value_bytes;
+  check_room(before, after, key);
+  stored_ = stored_ - before + after;
+}
+
 Reply ServerState::apply(const wire::Request& r, std::vector<std::string>& changed) {
   Reply reply;
   switch (r.op) {
     case Op::Set:
+      charge(r.key, r.value.size());
       map_.set(r.key, r.value);
       changed.push_back(r.key);
       break;
     case Op::Get:
       reply.value = *map_.find(r.key);
       break;
-    case Op::Add:
+    case Op::Add: {
+      // A counter is its decimal text: room for its longest, a sign and 19 digits.
+      const std::size_t before = entry_bytes(r.key);
+      check_room(before, r.key.size() + 20, r.key);
       reply.number = map_.add("", r.key, r.number);
+      stored_ = stored_ - before + entry_bytes(r.key);
       changed.push_back(r.key);
       break;
+    }
     case Op::CompareSet: {
       KvMap::CompareSet outcome = map_.compare_set_outcome(r.key, r.expected, r.value);
       if (outcome.store_desired) {
+        charge(r.key, r.value.size());
         map_.set(r.key, r.value);
         changed.push_back(r.key);
       }
@@ -89,6 +120,7 @@ Reply ServerState::apply(const wire::Request& r, std::vector<std::string>& chang
     case Op::Wait:
       break;
     case Op::DeleteKey:
+      stored_ -= entry_bytes(r.key);
       reply.flag = map_.erase(r.key);
       break;
     case Op::NumKeys:

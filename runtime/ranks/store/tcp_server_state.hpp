@@ -27,8 +27,10 @@ struct Answer {
 
 class ServerState {
  public:
-  ServerState(std::size_t max_key, std::size_t max_value, int world_size)
-      : max_key_(max_key), max_value_(max_value), world_size_(world_size) {}
+  ServerState(std::size_t max_key, std::size_t max_value, std::size_t max_stored, int world_size)
+      : max_key_(max_key), max_value_(max_value), max_stored_(max_stored), world_size_(world_size) {}
+  // Keys and values held, in bytes.
+  std::size_t stored_bytes() const { return stored_; }
 
   // Handles one request (not Hello) from conn. Its reply goes to out unless it is parked; a
   // change to the map also releases parked requests, whose replies go to out too.
@@ -59,9 +61,19 @@ class ServerState {
   void release_waiters(const std::string& key, std::vector<Answer>& out);
   wire::Reply ready_reply(const Parked& parked) const;
 
+  // What key and its value take now (0: absent).
+  std::size_t entry_bytes(const std::string& key) const;
+  // InvalidArgument when an entry growing from before to after bytes would take the store past
+  // its quota.
+  void check_room(std::size_t before, std::size_t after, const std::string& key) const;
+  // check_room for key holding value_bytes, then records the change.
+  void charge(const std::string& key, std::size_t value_bytes);
+
   const std::size_t max_key_;
   const std::size_t max_value_;
+  const std::size_t max_stored_;
   const int world_size_;
+  std::size_t stored_ = 0;
   int clients_ = 0;
   KvMap map_;
   std::unordered_map<ConnId, Parked> parked_;
