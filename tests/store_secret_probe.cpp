@@ -3,11 +3,6 @@
 // without the secret is refused before it can read a key, that one with it reads what rank 0
 // wrote, and that the store does not answer on another address of this host.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,22 +12,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "accepts_connection.hpp"
+
 namespace {
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("store_secret_probe: " + what);
 }
 
-bool accepts(const char* address, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, address, &to.sin_addr);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0;
-  ::close(fd);
-  return ok;
-}
 
 }  // namespace
 
@@ -54,7 +41,8 @@ int main(int argc, char** argv) {
       ranks::TCPStore member("127.0.0.1", port, -1, false, 5s, token);
       const std::vector<uint8_t> size = member.get("ranks/world_size");
       require(std::string(size.begin(), size.end()) == "2", "the member read the wrong world size");
-      require(!accepts("127.0.0.2", port), "the store answers on 127.0.0.2, not loopback only");
+      require(!ranks::testing::accepts("127.0.0.2", port),
+              "the store answers on 127.0.0.2, not loopback only");
       std::printf("store_secret_probe: refused without the secret, served with it, loopback only\n");
     }
     ranks::barrier();
