@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <source_location>
 #include <string_view>
 
@@ -40,9 +41,22 @@ Group group_of(py::handle group);
 // fiber of this thread, and a wait switches fibers rather than blocking the thread).
 bool simulating();
 
-// Waits for work; in a real run without the GIL, so other Python threads run meanwhile.
-void wait_for(Work& work);
-void wait_for(Work& work, std::chrono::milliseconds timeout);
+// Runs a call that may block (an op, a wait): in a real run without the GIL, so other Python
+// threads run meanwhile; simulated, with it (the ranks take turns on this one thread).
+template <class F>
+auto blocking(F&& call) {
+  if (simulating()) return call();
+  py::gil_scoped_release unlocked;
+  return call();
+}
+
+// Waits for work, as blocking() runs it.
+inline void wait_for(Work& work) {
+  blocking([&] { work.wait(); });
+}
+inline void wait_for(Work& work, std::chrono::milliseconds timeout) {
+  blocking([&] { work.wait(timeout); });
+}
 
 }  // namespace ranks::python
 

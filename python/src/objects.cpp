@@ -26,13 +26,6 @@ std::vector<py::bytes> as_bytes(const Pickles& pickles) {
   return out;
 }
 
-// Runs an object collective: in a real run without the GIL (the bytes are C++ strings by now).
-template <class F>
-auto blocking(F&& call) {
-  if (simulating()) return call();
-  py::gil_scoped_release unlocked;
-  return call();
-}
 
 }  // namespace
 

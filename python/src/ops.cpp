@@ -41,42 +41,9 @@ std::vector<Tensor> tensors_of(const py::list& list, std::string_view what) {
   return tensors;
 }
 
-}  // namespace
-
-void wait_for(Work& work) {
-  if (simulating()) {
-    work.wait();
-  } else {
-    py::gil_scoped_release unlocked;
-    work.wait();
-  }
-}
-
-void wait_for(Work& work, std::chrono::milliseconds timeout) {
-  if (simulating()) {
-    work.wait(timeout);
-  } else {
-    py::gil_scoped_release unlocked;
-    work.wait(timeout);
-  }
-}
-
-namespace {
-
-// Runs an op's blocking form: in a real run without the GIL. The blocking form, not the async
-// one plus a wait: a backend may run a waited op on the calling thread (gloo does), sparing a
-// thread hand-off per call.
-template <class F>
-void blocking(F&& call) {
-  if (simulating()) {
-    call();
-  } else {
-    py::gil_scoped_release unlocked;
-    call();
-  }
-}
-
-// An op's result for Python: its Work when async_op, else None once it has completed.
+// An op's result for Python: its Work when async_op, else None once it has completed. A
+// blocking call runs the op's blocking form, not the async one plus a wait: a backend may run a
+// waited op on the calling thread (gloo does), sparing a thread hand-off per call.
 template <class Async, class Blocking>
 py::object run(bool async_op, std::vector<Tensor> tensors, Async&& start, Blocking&& call) {
   if (async_op) return py::cast(PendingOp{start(), std::move(tensors)});
@@ -106,8 +73,9 @@ void register_ops(py::module_& m) {
   // overhead is its time per call minus this one's, measured in the same processes.
   m.def("cpp_all_reduce_loop", [](py::handle data, int iterations) {
     Tensor tensor = tensor_of(data, "data");
-    py::gil_scoped_release unlocked;
-    for (int i = 0; i < iterations; ++i) all_reduce(tensor);
+    blocking([&] {
+      for (int i = 0; i < iterations; ++i) all_reduce(tensor);
+    });
   });
   // MMEngine's all_reduce does nothing at world size 1 (or not distributed), op unchecked; here
   // rather than in dist.py, as it is the op a training loop calls most.

@@ -88,21 +88,11 @@ void register_process_group(py::module_& m) {
   m.def("barrier", [](py::handle group) {
     const Group resolved = group_of(group);
     const std::source_location where = python_call_site();
-    if (simulating()) {
-      barrier(resolved, where);
-    } else {
-      py::gil_scoped_release unlocked;
-      barrier(resolved, where);
-    }
+    blocking([&] { barrier(resolved, where); });
   });
   m.def("sleep", [](double seconds) {
     const auto duration = std::chrono::nanoseconds(static_cast<int64_t>(seconds * 1e9));
-    if (simulating()) {
-      sleep_for(duration);
-    } else {
-      py::gil_scoped_release unlocked;
-      sleep_for(duration);
-    }
+    blocking([&] { sleep_for(duration); });
   });
   m.def("now", [] { return static_cast<double>(now().count()) * 1e-9; });
 }
