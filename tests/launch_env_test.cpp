@@ -193,6 +193,20 @@ TEST(Pytorch, MissingVariables) {
             "machine running rank 0 (on a single machine, MASTER_ADDR=127.0.0.1)");
 }
 
+TEST(Pytorch, TorchrunsAgentStoreGivesTheAttemptsPrefix) {
+  Env::Map vars = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}};
+  EXPECT_EQ(read_launch("pytorch", Env(vars)).agent_store_prefix, "");
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // --standalone: rank 0 hosts the store
+  EXPECT_EQ(read_launch("pytorch", Env(vars)).agent_store_prefix, "");
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  EXPECT_EQ(read_launch("pytorch", Env(vars)).agent_store_prefix, "/worker/attempt_0");
+  vars["TORCHELASTIC_RESTART_COUNT"] = "2";
+  EXPECT_EQ(read_launch("pytorch", Env(vars)).agent_store_prefix, "/worker/attempt_2");
+  vars["TORCHELASTIC_RESTART_COUNT"] = "-1";
+  EXPECT_EQ(read_error("pytorch", vars),
+            "pytorch launcher: TORCHELASTIC_RESTART_COUNT=-1 is negative");
+}
+
 TEST(Pytorch, EmptyMasterAddr) {
   EXPECT_EQ(read_error("pytorch", {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", ""}}),
             "pytorch launcher: MASTER_ADDR is set but empty");

@@ -26,6 +26,10 @@ struct LaunchInfo {
   // slurm: the expanded node list (the step's, when srun exports it), in SLURM's order;
   // other launchers: empty.
   std::vector<std::string> hosts;
+  // pytorch: non-empty when torchrun's agent hosts the store at master_addr:master_port
+  // (TORCHELASTIC_USE_AGENT_STORE=True): the key prefix torch's workers use there,
+  // "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>". Every rank is then the store's client.
+  std::string agent_store_prefix;
 };
 
 }  // namespace ranks::launch

@@ -28,6 +28,7 @@
 #include "ranks/launch/job_secret.hpp"
 #include "ranks/launch/launcher.hpp"
 #include "ranks/store/stores.hpp"
+#include "ranks/store/torch_store_client.hpp"
 
 namespace ranks {
 
@@ -40,6 +41,7 @@ struct Membership {
   std::optional<int> local_size;
   std::string master_addr;
   int master_port = 0;
+  std::string agent_store_prefix;  // torchrun's agent hosts the store (LaunchInfo)
 };
 
 bool needs_master(const InitOptions& options) {
@@ -58,8 +60,9 @@ Membership membership(const InitOptions& options, const BackendCapabilities& rul
       env.set("MASTER_ADDR", "127.0.0.1");
     }
     launch::LaunchInfo info = launch::read_launch(launcher, env);
-    m = {info.rank,       info.world_size,  info.local_rank,
-         info.local_size, info.master_addr, info.master_port};
+    m = {info.rank,        info.world_size,  info.local_rank,
+         info.local_size,  info.master_addr, info.master_port,
+         info.agent_store_prefix};
   } else if (!explicit_identity && rules.rendezvous_through_store) {
     throw RendezvousError(
         "init_process_group: no rank and world size: pass InitOptions::rank and world_size, or "
@@ -156,6 +159,15 @@ StoreAccess store_access(const std::string& host, const Membership& m, bool from
   return access;
 }
 
+[[noreturn]] void world_size_mismatch(const Membership& m, const std::string& where,
+                                      const std::string& rank0_world_size) {
+  throw RendezvousError(fmt::format(
+      "init_process_group: rank {} was started with world size {}, rank 0 ({}) with {}: every "
+      "rank must be given the same WORLD_SIZE (with ranks run, the same -n and --nnodes on every "
+      "node)",
+      m.rank, m.world_size, where, rank0_world_size));
+}
+
 std::shared_ptr<Store> join_tcp_store(const std::string& given_host, int port,
                                       const Membership& m, std::chrono::milliseconds timeout,
                                       bool from_launcher) {
@@ -214,17 +226,40 @@ std::shared_ptr<Store> join_tcp_store(const std::string& given_host, int port,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the old server is closing
   }
-  throw RendezvousError(fmt::format(
-      "init_process_group: rank {} was started with world size {}, rank 0 (the rendezvous server "
-      "at {}:{}) with {}: every rank must be given the same WORLD_SIZE (with ranks run, the same "
-      "-n and --nnodes on every node)",
-      m.rank, m.world_size, host, port, rank0_world_size));
+  world_size_mismatch(m, fmt::format("the rendezvous server at {}:{}", host, port),
+                      rank0_world_size);
+}
+
+// torchrun's agent hosts the store: every rank joins it as a client, under the prefix of this
+// restart attempt and of this process group (the Nth init of the process is the Nth on every
+// rank), so that keys of an earlier group in the same attempt are never read as this one's.
+std::shared_ptr<Store> join_agent_store(const Membership& m, std::chrono::milliseconds timeout) {
+  static int groups_joined = 0;
+  auto client =
+      std::make_shared<store::TorchStoreClient>(m.master_addr, m.master_port, timeout);
+  auto store = std::make_shared<PrefixStore>(
+      fmt::format("{}/ranks/group_{}", m.agent_store_prefix, groups_joined++), client);
+  static const std::string world_size_key = "world_size";
+  const std::string size = std::to_string(m.world_size);
+  if (m.rank == 0) {
+    store->set(world_size_key, std::vector<uint8_t>(size.begin(), size.end()));
+    return store;
+  }
+  const std::vector<uint8_t> rank0 = store->get(world_size_key);
+  const std::string rank0_world_size(rank0.begin(), rank0.end());
+  if (rank0_world_size != size) {
+    world_size_mismatch(
+        m, fmt::format("torchrun's agent store at {}:{}", m.master_addr, m.master_port),
+        rank0_world_size);
+  }
+  return store;
 }
 
 std::shared_ptr<Store> make_store(const InitOptions& options, const Membership& m) {
   if (options.store) return options.store;
   const std::string& method = options.init_method;
   if (method.starts_with("env://")) {
+    if (!m.agent_store_prefix.empty()) return join_agent_store(m, options.timeout);
     return join_tcp_store(m.master_addr, m.master_port, m, options.timeout, true);
   }
   if (method.starts_with("tcp://")) {

@@ -3,26 +3,14 @@
 // handshake, and request/reply with a deadline. TCPStore keeps a small pool of these.
 
 #include <chrono>
-#include <stdexcept>
 #include <string>
 
 #include "ranks/store/deadline.hpp"
 #include "ranks/store/socket.hpp"
+#include "ranks/store/stream_io.hpp"
 #include "ranks/store/wire.hpp"
 
 namespace ranks::store {
-
-// Why a call on an established connection failed. TCPStore turns it into a ranks error that
-// says which call it was; the connection is unusable afterwards.
-class ConnectionError : public std::runtime_error {
- public:
-  enum class Why { Lost, Overdue, Malformed };
-  ConnectionError(Why why, const std::string& what) : std::runtime_error(what), why_(why) {}
-  Why why() const { return why_; }
-
- private:
-  Why why_;
-};
 
 class ClientConnection {
  public:
