@@ -45,7 +45,7 @@ const Table& expected_table(const std::string& backend) {
       {OpKind::Barrier, {'Y', 'Y'}},   {OpKind::AllReduce, {'Y', 'S'}},
       {OpKind::Broadcast, {'Y', 'S'}}, {OpKind::Reduce, {'Y', 'N'}},
       {OpKind::AllGather, {'Y', 'S'}}, {OpKind::Gather, {'Y', 'N'}},
-      {OpKind::Scatter, {'Y', 'N'}},   {OpKind::ReduceScatter, {'N', 'N'}},
+      {OpKind::Scatter, {'Y', 'N'}},   {OpKind::ReduceScatter, {'Y', 'N'}},
       {OpKind::AllToAll, {'Y', 'N'}},  {OpKind::Send, {'Y', 'N'}},
       {OpKind::Recv, {'Y', 'N'}},      {OpKind::NewGroup, {'Y', 'Y'}},
   };
@@ -101,11 +101,15 @@ TEST(Capabilities, TablesMatchTheExpectedMatrix) {
   }
 }
 
-TEST(Capabilities, GlooHasNoReduceScatterOnAnyDevice) {
+// Debian's gloo ships a reduce_scatter (gloo/reduce_scatter.h) for host memory; torch's gloo
+// process group has none, and the torch column says so.
+TEST(Capabilities, GlooReduceScattersCpuTensorsWhereTorchHasNone) {
   const OpSupport* row = capabilities("gloo").find(OpKind::ReduceScatter);
   ASSERT_NE(row, nullptr);
-  EXPECT_EQ(row->cpu, Support::No);
+  EXPECT_EQ(row->cpu, Support::Yes);
   EXPECT_EQ(row->cuda, Support::No);
+  EXPECT_EQ(row->torch_cpu, Support::No);
+  EXPECT_EQ(row->torch_cuda, Support::No);
 }
 
 // MMEngine moves all_reduce, all_gather and broadcast tensors to the comm device and back.
@@ -206,7 +210,7 @@ TEST(Capabilities, MarkdownHasOneRowPerOpAndBothColumnSets) {
     }
     EXPECT_TRUE(Contains(md, "reduce ops: "));
   }
-  EXPECT_TRUE(Contains(capabilities("gloo").to_markdown(), "| reduce_scatter | ✘ | ✘ | ✘ | ✘ |"));
+  EXPECT_TRUE(Contains(capabilities("gloo").to_markdown(), "| reduce_scatter | ✓ | ✘ | ✘ | ✘ |"));
   EXPECT_TRUE(
       Contains(capabilities("nccl").to_markdown(), "| all_reduce | ✓ (staged) | ✓ | ✘ | ✓ |"));
   EXPECT_TRUE(Contains(capabilities("mpi").to_markdown(), "| send | ✓ | ✘ | ✓ | ✘ |"));
@@ -243,10 +247,14 @@ TEST(Capabilities, WhyUnsupportedNamesBackendOpAndDevice) {
             "to the cpu");
 
   // Neither device works: the note says what to do instead.
-  why =
-      capabilities("gloo").why_unsupported(make_request(OpKind::ReduceScatter, {cpu, cpu}, {cpu}));
+  constexpr std::array<OpSupport, 1> none = {
+      OpSupport{OpKind::ReduceScatter, Support::No, Support::No, Support::No, Support::No,
+                "all_reduce and slice"}};
+  constexpr std::array<ReduceOp, 1> sum = {ReduceOp::Sum};
+  const BackendCapabilities bare("bare", none, sum, "a table for this test");
+  why = bare.why_unsupported(make_request(OpKind::ReduceScatter, {cpu, cpu}, {cpu}));
   ASSERT_TRUE(why.has_value());
-  EXPECT_TRUE(Contains(*why, "the gloo backend does not support reduce_scatter on cpu tensors"));
+  EXPECT_TRUE(Contains(*why, "the bare backend does not support reduce_scatter on cpu tensors"));
   EXPECT_TRUE(Contains(*why, "all_reduce and slice"));
 
   why = capabilities("mpi").why_unsupported(make_request(OpKind::AllReduce, {cuda}, {cuda}));
@@ -487,18 +495,20 @@ TEST(SimBackendMatrix, UnsupportedNamesBackendOpDeviceAndCallSiteInMessageAndRow
       2,
       [&] {
         barrier();  // collective seq 0
-        Tensor out = Tensor::zeros({1}, DType::Float32);
-        std::vector<Tensor> in = {Tensor::of<float>({1.0f}), Tensor::of<float>({2.0f})};
+        const Device gpu = Device::cuda(get_rank());
+        Tensor out = Tensor::zeros({1}, DType::Float32, gpu);
+        std::vector<Tensor> in = {Tensor::zeros({1}, DType::Float32, gpu),
+                                  Tensor::zeros({1}, DType::Float32, gpu)};
         line = __LINE__ + 1;
         reduce_scatter(out, in);
-        ADD_FAILURE() << "reduce_scatter ran under gloo";
+        ADD_FAILURE() << "reduce_scatter of cuda tensors ran under gloo";
       },
       options_for("gloo"));
   EXPECT_EQ(report.outcome, sim::Outcome::Unsupported) << report.to_text();
   // Rank 1 gets there first: it completes the barrier and runs on while rank 0 is woken.
   EXPECT_TRUE(Contains(report.message, fmt::format("reduce_scatter on group 'world' (rank 1 of 2) "
                                                    "at {}: the gloo backend does not support "
-                                                   "reduce_scatter on cpu tensors",
+                                                   "reduce_scatter on cuda tensors",
                                                    site(line))));
   EXPECT_TRUE(Contains(report.to_json(), "\"outcome\": \"unsupported\""));
   ASSERT_EQ(report.ranks.size(), 2u);

@@ -237,6 +237,47 @@ TEST_P(Collectives, AllToAllWithUnevenPieces) {
 
 INSTANTIATE_TEST_SUITE_P(All, Collectives, ::testing::ValuesIn(all_cases()), case_name);
 
+// Pieces of an odd length on worlds that are not powers of two: gloo's halving-doubling
+// reduce_scatter splits the data into power-of-two chunks and folds the ranks outside the
+// largest power-of-two block in separately.
+class ReduceScatterLarge : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReduceScatterLarge, OddPiecesOnOddWorlds) {
+  const std::string& backend = GetParam();
+  if (!runs(backend, OpKind::ReduceScatter)) GTEST_SKIP() << backend << " has no reduce_scatter";
+  for (int n : {3, 5}) {
+    for (auto [dtype, op] : {std::pair{DType::Float32, ReduceOp::Sum},
+                             std::pair{DType::Int64, ReduceOp::Max},
+                             std::pair{DType::BFloat16, ReduceOp::Mean}}) {
+      SCOPED_TRACE(fmt::format("n {} {} {}", n, dtype_name(dtype), reduce_op_name(op)));
+      const int64_t count = 10007;
+      run_on(backend, n, [&, dtype = dtype, op = op] {
+        const int rank = get_rank();
+        std::vector<Tensor> in;
+        for (int j = 0; j < n; ++j) {
+          in.push_back(make_tensor(
+              dtype, count, [&](int64_t i) { return reduce_input(op, rank, j * count + i); }));
+        }
+        Tensor out = Tensor::zeros({count}, dtype);
+        reduce_scatter(out, in, op);
+        auto got = values(out);
+        for (int64_t i = 0; i < count; i += 97) {
+          double want = expected_reduction(dtype, op, iota_ranks(n), [&](int r) {
+            return reduce_input(op, r, rank * count + i);
+          });
+          EXPECT_STORED_EQ(dtype, got[static_cast<size_t>(i)], want);
+        }
+        EXPECT_STORED_EQ(dtype, got.back(), expected_reduction(dtype, op, iota_ranks(n), [&](int r) {
+          return reduce_input(op, r, rank * count + count - 1);
+        }));
+      });
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReduceScatterLarge, ::testing::ValuesIn(test_backends()),
+                         [](const auto& param_info) { return param_info.param; });
+
 TEST(CollectivesLarge, AllReduceOfALargeOddTensor) {
   for (int n : {2, 7}) {
     for (DType dtype : {DType::Float32, DType::Int32, DType::BFloat16}) {

@@ -13,11 +13,13 @@ TEST_P(RefusedOp, LeavesNothingToTheNextOp) {
   const std::string rules = rules_of(GetParam());  // GetParam(): a rule_cases() case
   auto body = [rules] {
     // Both are refused by the backend's table, which dispatch asks once the request carries its
-    // tensors: gloo has no reduce_scatter, Open MPI no cuda tensors.
+    // tensors: gloo has no reduce_scatter of cuda tensors, Open MPI no cuda tensors at all.
     Tensor out = Tensor::zeros({2}, DType::Int32);
     if (rules == "gloo") {
-      std::vector<Tensor> in(static_cast<size_t>(get_world_size()), Tensor::of<int32_t>({1, 1}));
-      EXPECT_THROW(reduce_scatter(out, in), Unsupported);
+      Tensor gpu_out = Tensor::zeros({2}, DType::Int32, Device::cuda(0));
+      std::vector<Tensor> in(static_cast<size_t>(get_world_size()),
+                             Tensor::of<int32_t>({1, 1}, Device::cuda(0)));
+      EXPECT_THROW(reduce_scatter(gpu_out, in), Unsupported);
     } else {
       Tensor on_gpu = Tensor::of<int32_t>({1, 1}, Device::cuda(0));
       EXPECT_THROW(all_reduce(on_gpu), Unsupported);

@@ -54,6 +54,11 @@ def torch_style_ops():
     ins = [torch.tensor([rank * 100 + i]) for i in range(world)]
     dist.all_to_all(outs, ins)
     assert [o.item() for o in outs] == [i * 100 + rank for i in range(world)], outs
+    # Piece j of rank r holds r + 10 j: rank j's reduced piece is sum(r) + 10 j * world.
+    piece = torch.empty(3)
+    dist.reduce_scatter(piece, [torch.full((3,), rank + 10.0 * j) for j in range(world)])
+    want = sum(range(world)) + 10.0 * rank * world
+    assert piece.tolist() == [want] * 3, piece
 
 
 def point_to_point():

@@ -15,6 +15,7 @@
 #include <gloo/context.h>
 #include <gloo/gather.h>
 #include <gloo/reduce.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/scatter.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
@@ -22,7 +23,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <array>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ranks/backends/gloo/types.hpp"
@@ -337,6 +340,56 @@ void scatter(const Op& op) {
   });
 }
 
+// gloo's older algorithms (reduce_scatter's among them) take a plain function pointer per
+// element word, with no room for a dtype or a reduce op: one instance per (dtype, op), each
+// computing through reduce_into as every other gloo op does. Mean reduces like sum.
+template <class W, DType dtype, ReduceOp op>
+void reduce_words(W* acc, const W* src, size_t n) {
+  ranks::detail::reduce_into(acc, src, static_cast<int64_t>(n), dtype,
+                             op == ReduceOp::Mean ? ReduceOp::Sum : op);
+}
+
+constexpr size_t kReduceOps = 8;  // ReduceOp's enumerators, Sum to BXor
+
+template <class W, size_t... I>
+std::array<::gloo::ReductionFunction<W>, sizeof...(I)> word_reductions(std::index_sequence<I...>) {
+  return {::gloo::ReductionFunction<W>(
+      ::gloo::CUSTOM, &reduce_words<W, static_cast<DType>(I / kReduceOps),
+                                    static_cast<ReduceOp>(I % kReduceOps)>)...};
+}
+
+template <class W>
+const ::gloo::ReductionFunction<W>* word_reduction(DType dtype, ReduceOp op) {
+  static const auto table = word_reductions<W>(
+      std::make_index_sequence<std::size(all_dtypes) * kReduceOps>{});
+  return &table[static_cast<size_t>(dtype) * kReduceOps + static_cast<size_t>(op)];
+}
+
+// gloo's halving-doubling reduce_scatter, in place on the inputs laid end to end: this rank's
+// reduced piece is then at the front.
+void reduce_scatter(const Op& op) {
+  Tensor& out = op.request.outputs.front();
+  if (out.numel() == 0) return;
+  const size_t bytes = out.nbytes();
+  const auto pieces = static_cast<size_t>(op.size());
+  std::unique_ptr<uint8_t[]> all = receive_buffer(bytes * pieces);
+  for (size_t j = 0; j < pieces; ++j) {
+    Tensor in = on_host(op.request.inputs[j]);
+    copy_bytes(all.get() + j * bytes, in.data_ptr(), bytes);
+  }
+  visit_word(out.dtype(), [&](auto word) {
+    using W = decltype(word);
+    const auto per_rank = static_cast<int>(count(out));
+    ::gloo::ReduceScatterHalvingDoubling<W> algorithm(
+        op.context, {reinterpret_cast<W*>(all.get())}, per_rank * op.size(),
+        std::vector<int>(pieces, per_rank), word_reduction<W>(out.dtype(), op.request.reduce_op));
+    algorithm.run();
+  });
+  Tensor reduced = Tensor::from_blob(all.get(), out.shape(), out.dtype(), Device::cpu());
+  finish_mean(reduced, op.request.reduce_op, op.size());
+  out.copy_(reduced);
+}
+
 // alltoallv: pieces may differ in size (each rank knows what it sends and what it expects).
 void all_to_all(const Op& op) {
   TensorList& inputs = op.request.inputs;
@@ -427,6 +480,7 @@ void run_collective(Communicator& comm, OpRequest& request, std::chrono::millise
     case OpKind::NewGroup:
       return agree_on_new_group(op);
     case OpKind::ReduceScatter:
+      return reduce_scatter(op);
     case OpKind::Send:
     case OpKind::Recv:
       break;
