@@ -10,6 +10,8 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libcereal-dev libdlpack-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   python3-matplotlib python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
+  # the SLURM tests start a one-host cluster of their own (tests/slurm/cluster.py)
+  slurmd slurmctld slurm-client munge
 )
 
 missing=()
