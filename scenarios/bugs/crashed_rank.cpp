@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdio>
 #include <cstdlib>
 #include <ranks/ranks.hpp>
 
@@ -37,7 +38,11 @@ int main(int argc, char** argv) {
       }
       ranks::all_reduce(grads);  // @where:step
       // What a rank printed before another died must not be lost with the shared process.
-      if (step == 0) std::printf("rank %d: step 0 done\n", ranks::get_rank());
+      // Flushed: launcher tests wait for this line before they stop a node.
+      if (step == 0) {
+        std::printf("rank %d: step 0 done\n", ranks::get_rank());
+        std::fflush(stdout);
+      }
     }
   });
 }

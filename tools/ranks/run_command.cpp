@@ -23,12 +23,15 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "commands.hpp"
 #include "mpirun.hpp"
+#include "node_watch.hpp"
 #include "ranks/real/fatal.hpp"
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
@@ -73,6 +76,10 @@ struct Child {
 constexpr int kMpirun = -1;
 
 constexpr size_t kTailLines = 20;
+
+// A node launcher silent this long at a failure report is named as frozen or cut off (its
+// launcher pings every second).
+constexpr auto kSilentNode = std::chrono::milliseconds(3000);
 
 // SIGCHLD writes here, so the poll loop wakes the moment a rank dies and reaps ranks in the
 // order they died: the first failure reported is the real first one.
@@ -326,6 +333,14 @@ int run(const RunArgs& args) {
     const int cpu = cpus.empty() ? -1 : launch::cpu_for_local_rank(cpus, i);
     spawn(children[static_cast<size_t>(i)], args, port, cpu);
   }
+  // Several nodes: the launchers watch each other (node_watch.hpp).
+  std::unique_ptr<NodeWatch> watch;
+  if (args.nnodes > 1 && !through_mpirun) {
+    watch = std::make_unique<NodeWatch>(NodeWatchSetup{
+        args.nnodes, args.node_rank, args.nproc, args.master_addr, port,
+        launch::job_secret(launch::Env::process()).value_or("")});
+  }
+  std::optional<int> vanished_node;
   const Child* first_failure = nullptr;
   std::chrono::steady_clock::time_point failed_at{};
   constexpr auto kBlameWindow = std::chrono::milliseconds(300);
@@ -380,6 +395,18 @@ int run(const RunArgs& args) {
     bool all_exited = true;
     for (const Child& c : children) all_exited = all_exited && c.exited;
     if (all_exited) break;
+    if (watch && !terminated && first_failure == nullptr && (vanished_node = watch->vanished())) {
+      // Another node's launcher is gone, its ranks with it: this node's ranks would wait for
+      // them until their timeout.
+      for (Child& c : children) {
+        if (!c.exited) {
+          c.stopped = true;
+          signal_rank(c, SIGTERM);
+        }
+      }
+      terminated = true;
+      kill_at = now + std::chrono::milliseconds(static_cast<int>(args.grace_seconds * 1000));
+    }
     if (first_failure != nullptr && !terminated &&
         std::chrono::steady_clock::now() - failed_at >= window()) {
       for (Child& c : children) {
@@ -421,10 +448,31 @@ int run(const RunArgs& args) {
                  static_cast<int>(launcher_signal), strsignal(launcher_signal));
     return 128 + launcher_signal;
   }
+  // This launcher stopped its ranks for a vanished node, or they stopped for a peer's failure
+  // while a node vanished: the node is the story.
+  if (watch && !vanished_node && first_failure && blame_weight(first_failure->status) == 1) {
+    vanished_node = watch->vanished();
+  }
+  {
+    if (vanished_node) {
+      std::fprintf(stderr,
+                   "ranks run: %s vanished: its launcher's connection closed without a word "
+                   "(killed, or its host went down); this node's ranks were stopped\n",
+                   watch->describe(*vanished_node).c_str());
+      return detail::peer_failed_exit_status;
+    }
+  }
   if (first_failure == nullptr) return 0;
   if (first_failure->rank == kMpirun) return report_mpirun_failure(*first_failure);
   std::string report;
   if (blame_weight(first_failure->status) == 1) {
+    // A node whose launcher stopped answering is frozen (SIGSTOP) or cut off: say so first.
+    for (int node : watch ? watch->silent(kSilentNode) : std::vector<int>{}) {
+      report += fmt::format(
+          "ranks run: {} has not answered its launcher's pings for {} s or more: it is frozen "
+          "(stopped) or cut off, and its ranks with it\n",
+          watch->describe(node), kSilentNode.count() / 1000);
+    }
     // Every rank that ended did so because of another: the ones still running are the suspects.
     std::vector<int> symptoms, running, early;
     for (const Child& c : children) {
@@ -435,9 +483,9 @@ int run(const RunArgs& args) {
       }
     }
     report = fmt::format(
-        "ranks run: no rank failed for a reason of its own: rank{} {} stopped on a timeout or a "
+        "{}ranks run: no rank failed for a reason of its own: rank{} {} stopped on a timeout or a "
         "peer's failure (exit status {}){}.\n",
-        symptoms.size() == 1 ? "" : "s", fmt::join(symptoms, ", "), detail::peer_failed_exit_status,
+        report, symptoms.size() == 1 ? "" : "s", fmt::join(symptoms, ", "), detail::peer_failed_exit_status,
         running.empty() ? std::string()
                         : fmt::format("; rank{} {} {} still running and {} stopped by ranks run",
                                       running.size() == 1 ? "" : "s", fmt::join(running, ", "),
