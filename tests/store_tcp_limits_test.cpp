@@ -117,5 +117,93 @@ TEST(TcpStore, TheStoredBytesQuotaRefusesWhatWouldPassItAndKeepsTheRest) {
   EXPECT_EQ(c->get("b"), Bytes(600, 2));
 }
 
+// The audit's huge frames: connections that each begin a large set and hold it. Past the cap on
+// bytes still arriving, the connection whose bytes would pass it is refused with an error naming
+// the cap (which one depends on the order the server reads them in: exactly one, since two
+// of them stay under the cap); the others are closed when their requests stall, and the job is
+// served all along.
+TEST(TcpStore, TheBufferedBytesCapRefusesTheConnectionThatWouldPassIt) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.max_buffered_bytes = 1 << 20;
+  o.request_timeout = 1s;
+  TCPStore server(o);
+  // Each declares a set of 3 MiB (within max_value_bytes) and sends 400 KiB of it: any two hold
+  // 800 KiB, all three would hold 1200 KiB.
+  const Bytes part = [] {
+    Bytes frame = wire::frame(wire::encode_request(set_request("huge", Bytes(3 << 20, 7))));
+    frame.resize(400 << 10);
+    return frame;
+  }();
+  std::vector<std::unique_ptr<RawClient>> floods;
+  for (int i = 0; i < 3; ++i) {
+    floods.push_back(std::make_unique<RawClient>(server.port()));
+    floods.back()->hello();
+    ASSERT_TRUE(floods.back()->reply(wire::Op::Hello).has_value());
+  }
+  for (auto& flood : floods) flood->send_bytes(part);
+  int refused = 0;
+  for (auto& flood : floods) {
+    const std::optional<wire::Reply> answer = flood->reply(wire::Op::Set);
+    if (!answer) continue;  // closed when its request stalled
+    ++refused;
+    EXPECT_NE(answer->status, wire::Status::Ok);
+    EXPECT_TRUE(Contains(answer->message, "more than the 1 MiB it takes at once "
+                                          "(max_buffered_bytes)"))
+        << answer->message;
+  }
+  EXPECT_EQ(refused, 1) << log.all();
+  auto member = client(server.port(), 5s);
+  member->set("k", bytes("v"));
+  EXPECT_EQ(member->get("k"), bytes("v"));
+}
+
+TEST(TcpStore, ARequestThatStallsHalfwayIsClosedAtItsDeadline) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.request_timeout = 200ms;
+  TCPStore server(o);
+  RawClient stalled(server.port());
+  stalled.hello();
+  ASSERT_TRUE(stalled.reply(wire::Op::Hello).has_value());
+  Bytes frame = wire::frame(wire::encode_request(set_request("k", Bytes(1000, 1))));
+  frame.resize(frame.size() / 2);
+  stalled.send_bytes(frame);
+  EXPECT_TRUE(stalled.closed_by_server());
+  EXPECT_TRUE(Contains(log.all(), "and the rest not within 200 ms (request_timeout)"))
+      << log.all();
+  auto member = client(server.port(), 5s);  // a request that arrives whole is served
+  member->set("k", Bytes(1000, 1));
+  EXPECT_EQ(member->get("k"), Bytes(1000, 1));
+}
+
+TEST(TcpStore, TheConnectionCapMakesRoomFromStrangersFirst) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.max_connections = 3;
+  o.handshake_timeout = std::chrono::hours(1);
+  TCPStore server(o);  // its own client holds one connection
+  auto member = client(server.port(), 5s);
+  member->set("k", bytes("v"));  // the member's connection: 2 open, both past hello
+  RawClient stranger(server.port());  // the third
+  RawClient another(server.port());   // a fourth: the stranger makes room
+  EXPECT_TRUE(stranger.closed_by_server());
+  EXPECT_TRUE(Contains(log.all(), "(at most 3, max_connections); the oldest still in its "
+                                  "handshake is closed"))
+      << log.all();
+  EXPECT_EQ(member->get("k"), bytes("v"));
+  // Every connection past its hello: one more is refused.
+  another.hello();
+  ASSERT_TRUE(another.reply(wire::Op::Hello).has_value());
+  RawClient refused(server.port());
+  EXPECT_TRUE(refused.closed_by_server());
+  EXPECT_TRUE(Contains(log.all(), "every one past its hello (at most 3, max_connections)"))
+      << log.all();
+  EXPECT_EQ(member->get("k"), bytes("v"));
+}
+
 }  // namespace
 }  // namespace ranks::testing

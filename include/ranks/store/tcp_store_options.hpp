@@ -44,6 +44,17 @@ struct TCPStoreOptions {
   // Connections still in their handshake at once, at most: one more closes the oldest of them
   // (a job's client, which says hello at once, is never the oldest for long).
   std::size_t max_handshaking = 64;
+  // Connections at once, at most (the job's clients keep a few each). At the cap a new one
+  // closes the oldest still in its handshake, or, when every one has said hello, is itself
+  // closed.
+  std::size_t max_connections = 4096;
+  // The bytes of requests still arriving, over every connection: a connection whose bytes would
+  // take the server past this is answered with an error naming the cap and closed (the job's
+  // requests are small; what may make it full is a stranger's, or a flood of huge values).
+  std::size_t max_buffered_bytes = std::size_t{256} << 20;
+  // A request must arrive whole within this of its first byte, or the connection is closed:
+  // one that stalls in the middle of a request holds its buffer for nothing.
+  std::chrono::milliseconds request_timeout = std::chrono::minutes(2);
   // Where the server reports connections it closes for a reason (garbage, wrong token, ...).
   // Called on the server's thread. Empty: one line on stderr.
   std::function<void(const std::string&)> log;

@@ -142,6 +142,9 @@ ServerLoop::ServerLoop(const TCPStoreOptions& options)
       log_interval_(options.log_interval),
       handshake_timeout_(options.handshake_timeout),
       max_handshaking_(std::max<std::size_t>(options.max_handshaking, 1)),
+      max_connections_(std::max<std::size_t>(options.max_connections, 1)),
+      max_buffered_(options.max_buffered_bytes),
+      request_timeout_(options.request_timeout),
       state_(options.max_key_bytes, options.max_value_bytes, options.max_stored_bytes,
              options.world_size) {
   if (options.port < 0 || options.port > 65535) {
@@ -223,6 +226,7 @@ int ServerLoop::poll_timeout_ms() const {
   for (const auto& [id, c] : conns_) {
     if (c.closing && (!next || c.close_by < *next)) next = c.close_by;
     if (handshaking(c) && (!next || c.hello_by < *next)) next = c.hello_by;
+    if (mid_request(c) && (!next || c.request_by < *next)) next = c.request_by;
   }
   const auto now = Clock::now();
   if (listener_paused_until_ > now && (!next || listener_paused_until_ < *next)) {
@@ -287,8 +291,18 @@ void ServerLoop::drop_silent(Clock::time_point now) {
     if (handshaking(c) && now >= c.hello_by) {
       drop(c, fmt::format("it said no hello within {} ms (not a ranks store client?)",
                           handshake_timeout_.count()));
+    } else if (mid_request(c) && now >= c.request_by) {
+      drop(c, fmt::format("{} bytes of a request arrived and the rest not within {} ms "
+                          "(request_timeout)",
+                          c.in.size(), request_timeout_.count()));
     }
   }
+}
+
+std::size_t ServerLoop::buffered_bytes() const {
+  std::size_t total = 0;
+  for (const auto& [id, c] : conns_) total += c.dead ? 0 : c.in.size();
+  return total;
 }
 
 void ServerLoop::accept_all() {
@@ -317,6 +331,20 @@ void ServerLoop::accept_all() {
       drop(*oldest, fmt::format("{} connections were in their handshake at once (at most {}); "
                                 "the oldest is closed",
                                 waiting + 1, max_handshaking_));
+    } else {
+      std::size_t open = 0;
+      for (const auto& [id, other] : conns_) open += other.dead ? 0 : 1;
+      if (open >= max_connections_ && oldest != nullptr) {
+        drop(*oldest, fmt::format("{} connections at once (at most {}, max_connections); the "
+                                  "oldest still in its handshake is closed",
+                                  open + 1, max_connections_));
+      } else if (open >= max_connections_) {
+        log(fmt::format("refusing the connection from {}: {} connections are open, every one "
+                        "past its hello (at most {}, max_connections)",
+                        address_text(reinterpret_cast<sockaddr*>(&address), length), open,
+                        max_connections_));
+        continue;  // fd closes here
+      }
     }
     Connection c;
     c.id = next_id_++;
@@ -333,7 +361,19 @@ void ServerLoop::read_from(Connection& c) {
     const ssize_t n = ::recv(c.fd.get(), chunk, sizeof chunk, 0);
     if (n > 0) {
       if (!c.closing) {
+        if (c.in.empty()) c.request_by = Clock::now() + request_timeout_;
         c.in.insert(c.in.end(), chunk, chunk + n);
+        const std::size_t total = buffered_bytes();
+        if (total > max_buffered_) {
+          reject(c, ErrorKind::Protocol,
+                 fmt::format("the server holds {} of requests still arriving, more than the {} "
+                             "it takes at once (max_buffered_bytes); this connection's {} are "
+                             "refused",
+                             describe_size(total), describe_size(max_buffered_),
+                             describe_size(c.in.size())));
+          c.in.clear();
+          continue;
+        }
         process(c);
       }
       continue;
@@ -404,6 +444,8 @@ void ServerLoop::process(Connection& c) {
     c.in.clear();
   } else {
     c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(used));
+    // What is left is the start of the next request: its own deadline.
+    if (used > 0 && !c.in.empty()) c.request_by = Clock::now() + request_timeout_;
   }
 }
 

@@ -41,6 +41,7 @@ class ServerLoop {
     std::size_t out_sent = 0;
     bool hello_done = false;
     Clock::time_point hello_by{};  // closed if it has not said hello by then
+    Clock::time_point request_by{};  // closed if the request begun in `in` is not whole by then
     bool counted = false;  // in clients_
     // After a fatal error the reply is flushed, input is drained until the peer closes (so the
     // peer reads the reply instead of a reset) and then the connection is closed.
@@ -51,7 +52,8 @@ class ServerLoop {
   };
 
   void serve_once();
-  // Connections past their handshake deadline are dropped.
+  // Connections past their handshake deadline, or stalled in the middle of a request, are
+  // dropped.
   void drop_silent(Clock::time_point now);
   // Whether c is still in its handshake (and not on its way out).
   static bool handshaking(const Connection& c) { return !c.hello_done && !c.closing && !c.dead; }
@@ -67,6 +69,12 @@ class ServerLoop {
   // Closes c at the end of this round; reason (when not empty) goes to the log.
   void drop(Connection& c, const std::string& reason);
   void reap();
+  // Whether c is in the middle of a request whose bytes have not all arrived.
+  bool mid_request(const Connection& c) const {
+    return c.hello_done && !c.closing && !c.dead && !c.in.empty() && !backlogged(c);
+  }
+  // The bytes of unfinished requests over every connection.
+  std::size_t buffered_bytes() const;
   // Whether c has more unsent replies than one frame: it is not reading them.
   bool backlogged(const Connection& c) const;
   void uncount(Connection& c);
@@ -86,6 +94,9 @@ class ServerLoop {
   const std::chrono::milliseconds log_interval_;
   const std::chrono::milliseconds handshake_timeout_;
   const std::size_t max_handshaking_;
+  const std::size_t max_connections_;
+  const std::size_t max_buffered_;
+  const std::chrono::milliseconds request_timeout_;
   Clock::time_point log_quiet_until_{};
   uint64_t log_held_ = 0;
   std::string log_latest_held_;
