@@ -12,6 +12,8 @@ packages=(
   python3-matplotlib python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
   # the SLURM tests start a one-host cluster of their own (tests/slurm/cluster.py)
   slurmd slurmctld slurm-client munge
+  # the fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers
+  clang libclang-rt-14-dev
 )
 
 missing=()
