@@ -191,6 +191,45 @@ int run_seeds(SimArgs args) {
   return run_once(args);  // so that --report and --trace describe a run, as without --seeds
 }
 
+// Why text is not a --timeout (seconds, whole milliseconds, at most a year); "" when it is.
+std::string timeout_problem(const std::string& text) {
+  double seconds = 0;
+  try {
+    size_t used = 0;
+    seconds = std::stod(text, &used);
+    if (used != text.size()) return "takes seconds, got '" + text + "'";
+  } catch (const std::exception&) {
+    return "takes seconds, got '" + text + "'";
+  }
+  if (!(seconds >= 0.001 && seconds <= 365.0 * 24 * 3600)) {
+    return "must be between 0.001 and 31536000 seconds (a year), got '" + text + "'";
+  }
+  return "";
+}
+
+// Real runs take their backend and timeout from RANKS_BACKEND and RANKS_TIMEOUT; so does a
+// simulated run, so that one job script serves both. The flags win. Returns whether the backend
+// came from the environment. Throws CLI::ValidationError for a value the flag would refuse.
+bool adopt_environment(SimArgs& args, bool backend_given, bool timeout_given) {
+  bool backend_from_env = false;
+  if (const char* backend = std::getenv("RANKS_BACKEND"); backend && *backend && !backend_given) {
+    const auto choices = backend_choices();
+    if (std::find(choices.begin(), choices.end(), backend) == choices.end()) {
+      throw CLI::ValidationError("RANKS_BACKEND", std::string("'") + backend +
+                                                      "' is not one of nccl, gloo, mpi");
+    }
+    args.backend = backend;
+    backend_from_env = true;
+  }
+  if (const char* timeout = std::getenv("RANKS_TIMEOUT"); timeout && *timeout && !timeout_given) {
+    if (const std::string problem = timeout_problem(timeout); !problem.empty()) {
+      throw CLI::ValidationError("RANKS_TIMEOUT", problem);
+    }
+    args.timeout_seconds = std::stod(timeout);
+  }
+  return backend_from_env;
+}
+
 // A model calibrated by `ranks calibrate` records the backend it measured; its prices belong to
 // that backend's rules, so without --backend the run emulates that backend (nccl rules would
 // refuse, say, a cpu-tensor reduce the gloo model prices). A preset records none. A model that
@@ -263,31 +302,19 @@ Command add_sim_command(CLI::App& app) {
   sim->add_option("--ranks-per-node", args->ranks_per_node, "ranks per node (0: one node)")
       ->check(CLI::NonNegativeNumber);
   auto* backend = sim->add_option("--backend", args->backend,
-                                  "backend whose rules to emulate (default: nccl, or the backend a "
-                                  "calibrated --model file was measured on)")
+                                  "backend whose rules to emulate (default: RANKS_BACKEND, else "
+                                  "the backend a calibrated --model file was measured on, else "
+                                  "nccl)")
                       ->check(CLI::IsMember(backend_choices()));
   auto* seed = sim->add_option("--seed", args->seed, "0: FIFO schedule; else a seeded interleaving")
                    ->check(CLI::Range(uint64_t{0}, uint64_t{std::numeric_limits<int64_t>::max()}));
   sim->add_option("--seeds", args->seeds, "A:B: try seeds A..B, report the first failing one")
       ->excludes(seed);
-  sim->add_option("--timeout", args->timeout_seconds,
-                  "per-op timeout in virtual seconds (default 1800); also how long, in real "
-                  "seconds, one rank may keep the thread all ranks share")
-      ->check(CLI::Validator(
-          [](const std::string& text) -> std::string {
-            // Whole milliseconds, as the simulator keeps them, and no more than a year.
-            double seconds = 0;
-            try {
-              seconds = std::stod(text);
-            } catch (const std::exception&) {
-              return "takes seconds, got '" + text + "'";
-            }
-            if (!(seconds >= 0.001 && seconds <= 365.0 * 24 * 3600)) {
-              return "must be between 0.001 and 31536000 seconds (a year), got '" + text + "'";
-            }
-            return "";
-          },
-          "SECONDS"));
+  auto* timeout = sim->add_option("--timeout", args->timeout_seconds,
+                                  "per-op timeout in virtual seconds (default 1800, or "
+                                  "RANKS_TIMEOUT); also how long, in real seconds, one rank may "
+                                  "keep the thread all ranks share")
+                      ->check(CLI::Validator(timeout_problem, "SECONDS"));
   sim->add_option("--fault", args->faults, "fault spec, e.g. crash:rank=1,op=3");
   sim->add_option("--trace", args->trace, "write a Chrome/Perfetto trace here");
   sim->add_option("--report", args->report, "write the JSON report here");
@@ -298,8 +325,10 @@ Command add_sim_command(CLI::App& app) {
                 "move no data: ops are matched, checked and priced, results are not computed");
   sim->add_option("program", args->program, "the program and its arguments (after --)")->required();
   sim->positionals_at_end();
-  return [args, backend] {
-    adopt_model_backend(*args, backend->count() > 0);
+  return [args, backend, timeout] {
+    const bool backend_given = backend->count() > 0;
+    const bool from_env = adopt_environment(*args, backend_given, timeout->count() > 0);
+    adopt_model_backend(*args, backend_given || from_env);
     return run_sim(*args);
   };
 }
