@@ -304,7 +304,20 @@ void init_process_group(const InitOptions& options) {
   if (context.initialized) {
     // ranks::main() initialised this rank already (simulated or launched): adopt it, so that a
     // program written for torchrun or MMEngine's init_dist() runs unchanged.
-    if (context.started_by_main) return;
+    if (context.started_by_main) {
+      // The program's own timeout (torch's init_process_group(timeout=...)) is its world's:
+      // ranks::main started the world with RANKS_TIMEOUT or the default, which the program did
+      // not ask for.
+      if (options.timeout != InitOptions{}.timeout) {
+        if (options.timeout.count() <= 0) {
+          throw InvalidArgument(fmt::format(
+              "init_process_group: timeout must be positive, got {} ms", options.timeout.count()));
+        }
+        context.timeout = options.timeout;
+        context.world->timeout = options.timeout;
+      }
+      return;
+    }
     throw InvalidArgument("init_process_group: the default process group is already initialised");
   }
   const std::string backend = options.backend.empty() ? default_backend() : options.backend;
