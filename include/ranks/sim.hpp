@@ -66,6 +66,7 @@ struct Report {
   std::chrono::nanoseconds virtual_time{0};
   int world_size = 0;
   uint64_t seed = 0;
+  std::string backend;  // whose rules the run followed (Options::backend)
   std::string message;  // one-paragraph diagnosis
   std::vector<RankReport> ranks;
   std::vector<int> cycle;  // a wait-for cycle, when there is one

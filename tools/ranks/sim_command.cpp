@@ -41,6 +41,8 @@ struct SimArgs {
   std::string report;
   std::string model;
   bool shapes_only = false;
+  // Neither --backend, RANKS_BACKEND nor a calibrated model chose the rules: nccl's, the default.
+  bool backend_by_default = true;
   std::vector<std::string> program;
 };
 
@@ -272,6 +274,26 @@ int run_sim(const SimArgs& args) {
   return args.seeds.empty() ? run_once(args) : run_seeds(args);
 }
 
+// An op refused only because nccl's rules, the default, allow no cpu tensors there: most such
+// programs are CPU jobs run without saying so.
+void note_default_rules(const SimArgs& args, const std::filesystem::path& report_path) {
+  if (!args.backend_by_default) return;
+  try {
+    const auto report = nlohmann::json::parse(std::ifstream(report_path));
+    const std::string message = report.value("message", "");
+    if (report.value("outcome", "") == "unsupported" &&
+        message.find("the nccl backend does not support") != std::string::npos &&
+        message.find("on cpu tensors") != std::string::npos) {
+      std::printf(
+          "ranks sim: note: these are nccl's rules, the default; a CPU job runs under "
+          "`--backend gloo` (or RANKS_BACKEND=gloo), as it would with init_dist(..., "
+          "backend=\"gloo\")\n");
+    }
+  } catch (const std::exception&) {
+    // no readable report: nothing to add
+  }
+}
+
 int run_once(const SimArgs& args) {
   namespace fs = std::filesystem;
   fs::path report_path = args.report;
@@ -287,6 +309,7 @@ int run_once(const SimArgs& args) {
     std::ofstream(report_path) << orphan_report(args, status);
     exit_code = exit_code == 0 ? 1 : exit_code;
   }
+  note_default_rules(args, report_path);
   if (temporary) fs::remove(report_path);
   return exit_code;
 }
@@ -328,7 +351,9 @@ Command add_sim_command(CLI::App& app) {
   return [args, backend, timeout] {
     const bool backend_given = backend->count() > 0;
     const bool from_env = adopt_environment(*args, backend_given, timeout->count() > 0);
+    const std::string before_model = args->backend;
     adopt_model_backend(*args, backend_given || from_env);
+    args->backend_by_default = !backend_given && !from_env && args->backend == before_model;
     return run_sim(*args);
   };
 }

@@ -1,6 +1,7 @@
 #include "ranks/main.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstdio>
@@ -75,10 +76,14 @@ sim::Options sim_options_from_env() {
 void publish(const sim::Report& report) {
   if (const char* path = env("RANKS_SIM_REPORT"); path && *path) {
     std::ofstream out(path);
-    // Brief: `ranks sim` without --report reads only the outcome (and that the program reported).
+    // Brief: `ranks sim` without --report reads only the outcome and the message (and that the
+    // program reported), never the rows of 10,000 ranks.
     const char* brief = env("RANKS_SIM_REPORT_BRIEF");
     if (brief != nullptr && std::string_view(brief) == "1") {
-      out << fmt::format("{{\"outcome\": \"{}\"}}\n", sim::outcome_name(report.outcome));
+      out << nlohmann::json{{"outcome", sim::outcome_name(report.outcome)},
+                            {"message", report.message}}
+                 .dump()
+          << "\n";
     } else {
       out << report.to_json();
     }

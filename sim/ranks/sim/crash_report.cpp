@@ -18,6 +18,7 @@
 #include <string>
 
 #include "ranks/sim.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/sim/engine.hpp"
 
 namespace ranks::sim::detail {
@@ -167,8 +168,10 @@ void write_last_words(Engine* engine, const SimRank* culprit, std::string_view o
   write_pending_stdout();
   out.fd = STDOUT_FILENO;
   out.used = 0;
-  out.format("\nranks sim: outcome {} ({} ranks, seed {}, virtual time {} ns)\n", outcome,
-             world_size, seed, now);
+  char duration[32];
+  out.format("\nranks sim: outcome {} ({} ranks, {} rules, seed {}, virtual time {})\n", outcome,
+             world_size, options ? std::string_view(options->backend) : std::string_view("nccl"),
+             seed, ranks::detail::format_duration_to(duration, std::chrono::nanoseconds(now)));
   out.put(message);
   out.put("\n");
   out.flush();

@@ -261,6 +261,7 @@ Report Engine::make_report() const {
   Report report;
   report.world_size = options_.world_size;
   report.seed = options_.seed;
+  report.backend = options_.backend;
   report.virtual_time = now_;
   report.cycle = cycle_;
   if (first_failure_) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ranks/sim.hpp"
+#include "ranks/detail/failure_text.hpp"
 #include "ranks/sim/engine.hpp"
 
 namespace ranks::sim {
@@ -57,8 +58,10 @@ std::string row_text(const RankReport& row) {
 }  // namespace
 
 std::string Report::to_text() const {
-  std::string text = fmt::format("ranks sim: outcome {} ({} ranks, seed {}, virtual time {} ns)\n",
-                                 outcome_name(outcome), world_size, seed, virtual_time.count());
+  std::string text = fmt::format(
+      "ranks sim: outcome {} ({} ranks, {} rules, seed {}, virtual time {})\n",
+      outcome_name(outcome), world_size, backend.empty() ? "nccl" : backend, seed,
+      ranks::detail::format_duration(virtual_time));
   text += message + "\n";
   if (outcome == Outcome::Ok) return text;
   // Runs of consecutive ranks in the same state print as one line, so 10,000 ranks in a few
