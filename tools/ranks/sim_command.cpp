@@ -134,8 +134,10 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
 std::string orphan_report(const SimArgs& args, int status) {
   std::string message;
   if (WIFSIGNALED(status)) {
-    message = fmt::format("{} died on signal {} ({}) before the simulator could report",
-                          args.program.front(), WTERMSIG(status), strsignal(WTERMSIG(status)));
+    message = fmt::format(
+        "{} died on signal {} ({}) before the simulator could report (a crash before or "
+        "outside the simulated ranks: is it built on ranks::main? its last lines above say why)",
+        args.program.front(), WTERMSIG(status), strsignal(WTERMSIG(status)));
   } else {
     message = fmt::format(
         "{} exited with status {} without a simulator report (is it built on "

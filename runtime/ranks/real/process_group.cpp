@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <charconv>
 #include <chrono>
 #include <map>
@@ -319,6 +320,15 @@ void init_process_group(const InitOptions& options) {
       return;
     }
     throw InvalidArgument("init_process_group: the default process group is already initialised");
+  }
+  if (std::getenv("RANKS_SIM_WORLD_SIZE") != nullptr && !options.store) {
+    // Under `ranks sim` the ranks are fibers that ranks::main starts; a program that inits on
+    // its own would look for a launcher that is not there.
+    throw InvalidArgument(
+        "init_process_group: this program runs under `ranks sim`, which simulates the ranks of "
+        "a program built on ranks::main: `int main(int argc, char** argv) { return "
+        "ranks::main(argc, argv, [] { ... }); }`, with init_process_group()/init_dist() (or "
+        "nothing) inside that body");
   }
   const std::string backend = options.backend.empty() ? default_backend() : options.backend;
   capabilities(backend);  // InvalidArgument for an unknown name
