@@ -45,6 +45,7 @@ TEST(Tensor, DefaultIsUndefined) {
   EXPECT_FALSE(t.defined());
   EXPECT_EQ(t.numel(), 0);
   EXPECT_EQ(t.str(), "undefined tensor");
+  EXPECT_EQ(t.describe(), "undefined tensor");
   EXPECT_TRUE(t.equal(Tensor()));
   EXPECT_FALSE(t.equal(Tensor::zeros({1}, DType::Float32)));
   EXPECT_TRUE(contains(invalid_argument_message([&] { (void)t.clone(); }), "undefined"));
@@ -156,7 +157,7 @@ TEST(Tensor, ScalarsHaveNoDimensionsAndOneElement) {
   EXPECT_EQ(s.nbytes(), 8u);
   s.data<int64_t>()[0] = -42;
   EXPECT_EQ(s.item<int64_t>(), -42);
-  EXPECT_EQ(s.str(), "int64[] on cpu");
+  EXPECT_EQ(s.describe(), "int64[] on cpu");
   EXPECT_EQ(s.clone().item<int64_t>(), -42);
   EXPECT_EQ(s.clone().shape(), std::vector<int64_t>{});
 }
@@ -188,7 +189,8 @@ TEST(Tensor, ZeroElementTensorsWorkEverywhere) {
   }
   Tensor f = Tensor::from(std::vector<int32_t>{});
   EXPECT_EQ(f.shape(), std::vector<int64_t>{0});
-  EXPECT_EQ(Tensor::zeros({0}, DType::Bool).str(), "bool[0] on cpu");
+  EXPECT_EQ(Tensor::zeros({0}, DType::Bool).describe(), "bool[0] on cpu");
+  EXPECT_EQ(Tensor::zeros({0}, DType::Bool).str(), "bool[0] on cpu []");
 }
 
 TEST(Tensor, WrongDTypeAccessIsAnError) {
@@ -311,9 +313,10 @@ TEST(Tensor, EqualComparesShapeDTypeAndBytes) {
 }
 
 TEST(Tensor, Str) {
-  EXPECT_EQ(Tensor::empty({2, 3}, DType::Float32).str(), "float32[2, 3] on cpu");
-  EXPECT_EQ(Tensor::empty({4}, DType::BFloat16, Device::cuda(1)).str(), "bfloat16[4] on cuda:1");
-  EXPECT_EQ(Tensor::empty({1, 1, 1}, DType::UInt8).str(), "uint8[1, 1, 1] on cpu");
+  EXPECT_EQ(Tensor::empty({2, 3}, DType::Float32).describe(), "float32[2, 3] on cpu");
+  EXPECT_EQ(Tensor::empty({4}, DType::BFloat16, Device::cuda(1)).describe(),
+            "bfloat16[4] on cuda:1");
+  EXPECT_EQ(Tensor::empty({1, 1, 1}, DType::UInt8).describe(), "uint8[1, 1, 1] on cpu");
 }
 
 TEST(Device, StrAndValidation) {
@@ -362,6 +365,33 @@ TEST(Tensor, CudaTaggedTensorsKeepTheirDevice) {
   dst.copy_(t);  // copy_ crosses devices and keeps the destination's
   EXPECT_EQ(dst.device(), Device::cpu());
   EXPECT_EQ(dst.to_vector<double>(), (std::vector<double>{1.0, 2.0, 3.0}));
+}
+
+// What a print of a tensor shows: its description and values, the ends of a long one; 16-bit
+// floats as the doubles they hold (0.1 in bfloat16 is 0.10009765625).
+TEST(Tensor, StrShowsTheValues) {
+  EXPECT_EQ(Tensor::of<float>({0.5f, 1.0f, -2.0f}).str(), "float32[3] on cpu [0.5, 1, -2]");
+  EXPECT_EQ(Tensor::of<int64_t>({int64_t{1} << 60}).str(),
+            "int64[1] on cpu [1152921504606846976]");
+  EXPECT_EQ(Tensor::of<bool>({true, false}).str(), "bool[2] on cpu [true, false]");
+  EXPECT_EQ(Tensor::of<int8_t>({-3}).str(), "int8[1] on cpu [-3]");
+  EXPECT_EQ(Tensor::of<bfloat16_t>({bfloat16_t(0.1f)}).str(), "bfloat16[1] on cpu [0.10009765625]");
+  EXPECT_EQ(Tensor::of<float16_t>({float16_t(65504.0f)}).str(), "float16[1] on cpu [65504]");
+  std::vector<int32_t> hundred(100);
+  for (int i = 0; i < 100; ++i) hundred[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(Tensor::from(hundred).str(), "int32[100] on cpu [0, 1, 2, ..., 97, 98, 99]");
+  std::vector<int32_t> six = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(Tensor::from(six).str(), "int32[6] on cpu [1, 2, 3, 4, 5, 6]");
+}
+
+TEST(Tensor, ToDoublesConvertsEveryDType) {
+  EXPECT_EQ(Tensor::of<float16_t>({float16_t(1.5f), float16_t(-2.0f)}).to_doubles(),
+            (std::vector<double>{1.5, -2.0}));
+  EXPECT_EQ(Tensor::of<bfloat16_t>({bfloat16_t(0.1f)}).to_doubles(),
+            (std::vector<double>{0.10009765625}));
+  EXPECT_EQ(Tensor::of<uint8_t>({255}).to_doubles(), (std::vector<double>{255.0}));
+  EXPECT_EQ(Tensor::of<bool>({true}).to_doubles(), (std::vector<double>{1.0}));
+  EXPECT_EQ(Tensor().to_doubles(), (std::vector<double>{}));
 }
 
 }  // namespace

@@ -114,7 +114,15 @@ class Tensor {
   void copy_(const Tensor& src);
   // Byte-wise equality of shape, dtype and contents (devices may differ).
   bool equal(const Tensor& other) const;
-  std::string str() const;  // "float32[2, 3] on cpu"
+  // "float32[2, 3] on cpu": what error messages say of a tensor.
+  std::string describe() const;
+  // describe() and the values: "float32[4] on cpu [0.5, 1, 2, 3]"; of more than 6 elements the
+  // first and last 3 ("[0, 1, 2, ..., 97, 98, 99]"). 16-bit floats show as their double value,
+  // bools as true/false. A tensor on a gpu is copied to the host to be read.
+  std::string str() const;
+  // Every element as a double, whatever the dtype (float16 and bfloat16 through float; an int64
+  // beyond 2^53 rounds); copied from a gpu.
+  std::vector<double> to_doubles() const;
 
  private:
   friend Tensor detail::empty_like(const Tensor&, Device);

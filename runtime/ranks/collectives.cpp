@@ -315,7 +315,7 @@ Work all_to_all_op(std::vector<Tensor>& out, const std::vector<Tensor>& in, cons
   for (size_t i = 0; i < in.size(); ++i) {
     detail::check_tensor(p.call, in[i], fmt::format("the input list[{}]", i));
     if (in[i].dtype() != in[0].dtype()) {
-      detail::fail(p.call, fmt::format("the input list mixes {} and {}", in[0].str(), in[i].str()));
+      detail::fail(p.call, fmt::format("the input list mixes {} and {}", in[0].describe(), in[i].describe()));
     }
   }
   if (out.empty()) {
@@ -329,7 +329,7 @@ Work all_to_all_op(std::vector<Tensor>& out, const std::vector<Tensor>& in, cons
     detail::check_tensor(p.call, out[i], fmt::format("the output list[{}]", i));
     if (out[i].dtype() != in[0].dtype()) {
       detail::fail(p.call, fmt::format("the output list[{}] is {} but the inputs are {}", i,
-                                       out[i].str(), dtype_name(in[0].dtype())));
+                                       out[i].describe(), dtype_name(in[0].dtype())));
     }
   }
   if (p.size() == 1) {

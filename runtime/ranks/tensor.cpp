@@ -170,7 +170,7 @@ void Tensor::copy_(const Tensor& src) {
   if (src.dtype_ != dtype_ || src.numel_ != numel_) {
     throw InvalidArgument(fmt::format(
         "copy_(): destination is {} but source is {}: dtype and element count must match", str(),
-        src.str()));
+        src.describe()));
   }
   detail::copy_bytes(data_, device_, src.data_, src.device_, nbytes());
 }
@@ -189,9 +189,64 @@ bool Tensor::equal(const Tensor& other) const {
   return mine == theirs;
 }
 
-std::string Tensor::str() const {
+std::string Tensor::describe() const {
   if (!defined()) return "undefined tensor";
   return fmt::format("{}{} on {}", dtype_name(dtype_), detail::shape_str(shape()), device_.str());
+}
+
+namespace {
+
+// One element as people read it: integers exactly, floats in their shortest form.
+template <class T>
+std::string element_text(T value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+    return fmt::format("{}", static_cast<double>(static_cast<float>(value)));
+  } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>) {
+    return fmt::format("{}", static_cast<int>(value));
+  } else {
+    return fmt::format("{}", value);
+  }
+}
+
+}  // namespace
+
+std::string Tensor::str() const {
+  if (!defined()) return "undefined tensor";
+  constexpr int64_t kEnds = 3;  // elements shown at each end of a long tensor
+  const Tensor host = device_.is_cuda() ? to(Device::cpu()) : *this;
+  std::vector<std::string> shown;
+  visit_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const auto* data = static_cast<const T*>(host.data_ptr());
+    for (int64_t i = 0; i < numel_; ++i) {
+      if (numel_ > 2 * kEnds && i == kEnds) {
+        shown.emplace_back("...");
+        i = numel_ - kEnds;
+      }
+      shown.push_back(element_text(data[i]));
+    }
+  });
+  return fmt::format("{} [{}]", describe(), fmt::join(shown, ", "));
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> out(static_cast<size_t>(numel_));
+  if (!defined()) return out;
+  const Tensor host = device_.is_cuda() ? to(Device::cpu()) : *this;
+  visit_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const auto* data = static_cast<const T*>(host.data_ptr());
+    for (size_t i = 0; i < out.size(); ++i) {
+      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+        out[i] = static_cast<double>(static_cast<float>(data[i]));
+      } else {
+        out[i] = static_cast<double>(data[i]);
+      }
+    }
+  });
+  return out;
 }
 
 void Tensor::copy_to_host(void* dst) const {

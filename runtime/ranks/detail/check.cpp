@@ -47,7 +47,7 @@ void check_own_gpu(const Call& call, const TensorList& inputs, const TensorList&
       if (t.device().type == Device::Type::CUDA && t.device().index != local_rank) {
         fail(call, fmt::format("tensor {}, but this rank's {} device is cuda:{} (its local rank: "
                                "one GPU per rank); move it with .to(ranks::comm_device())",
-                               t.str(), call.group ? call.group->backend_name : "", local_rank));
+                               t.describe(), call.group ? call.group->backend_name : "", local_rank));
       }
     }
   }
@@ -98,7 +98,7 @@ void check_list(const Call& call, const std::vector<Tensor>& list, const Tensor&
 void check_same_layout(const Call& call, const Tensor& a, std::string_view a_what, const Tensor& b,
                        std::string_view b_what) {
   if (a.dtype() != b.dtype() || a.numel() != b.numel()) {
-    fail(call, fmt::format("{} is {} but {} is {}", a_what, a.str(), b_what, b.str()));
+    fail(call, fmt::format("{} is {} but {} is {}", a_what, a.describe(), b_what, b.describe()));
   }
 }
 

@@ -64,7 +64,7 @@ void check_all_to_all(const std::vector<const OpRequest*>& requests) {
       const Tensor& room = requests[j]->outputs[i];
       if (sent.numel() != room.numel()) {
         throw Mismatch(fmt::format("rank {} sends {} to rank {}, which has room for {}", i,
-                                   sent.str(), j, room.str()));
+                                   sent.describe(), j, room.describe()));
       }
     }
   }

@@ -266,7 +266,7 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
         "mismatched point-to-point on group '{}': rank {} sent {} (tag {}) at {} but rank {} "
         "receives into {} at {}",
-        name(), global_rank(send.group_rank), in.str(), send.request.tag,
+        name(), global_rank(send.group_rank), in.describe(), send.request.tag,
         where_str(send.request.where), global_rank(recv.group_rank), out.str(),
         where_str(recv.request.where))));
   } else if (send.moves_data && in.nbytes() > 0) {

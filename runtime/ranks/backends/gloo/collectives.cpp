@@ -397,8 +397,8 @@ void all_to_all(const Op& op) {
   const auto me = static_cast<size_t>(op.rank());
   if (inputs[me].numel() != outputs[me].numel()) {
     throw InvalidArgument(fmt::format("{}: this rank sends itself {} but has room for {}",
-                                      op.comm.describe(op.request), inputs[me].str(),
-                                      outputs[me].str()));
+                                      op.comm.describe(op.request), inputs[me].describe(),
+                                      outputs[me].describe()));
   }
   if (op.comm.reverse_lane() != nullptr) {
     bool aliased = false;

@@ -38,7 +38,7 @@ void add_received_check(MpiWork& w, int count, MPI_Datatype type) {
           fmt::format("mismatched point-to-point: {}: rank {} sent {} elements (tag {}) "
                       "but this rank receives into {}",
                       work.describe(), work.comm->global_rank(status.MPI_SOURCE), got, work.op.tag,
-                      work.op.outputs[0].str()));
+                      work.op.outputs[0].describe()));
     }
   });
 }

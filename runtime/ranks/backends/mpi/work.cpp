@@ -263,7 +263,7 @@ std::exception_ptr MpiWork::failure(int rc) const {
   if (op.kind == OpKind::Recv && error_class == MPI_ERR_TRUNCATE) {
     return std::make_exception_ptr(
         Mismatch(fmt::format("{}: the message is larger than the receiving tensor {} ({})",
-                             describe(), op.outputs.front().str(), error_string(rc))));
+                             describe(), op.outputs.front().describe(), error_string(rc))));
   }
   return std::make_exception_ptr(
       BackendError(fmt::format("{}: MPI failed: {}", describe(), error_string(rc))));

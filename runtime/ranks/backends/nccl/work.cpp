@@ -309,8 +309,8 @@ void NcclWork::block_for(std::chrono::milliseconds timeout) {
 std::string describe_sizes(const OpRequest& request) {
   auto list = [](const TensorList& tensors) -> std::string {
     if (tensors.empty()) return "-";
-    if (tensors.size() == 1) return tensors.front().str();
-    return fmt::format("{} x {}", tensors.size(), tensors.front().str());
+    if (tensors.size() == 1) return tensors.front().describe();
+    return fmt::format("{} x {}", tensors.size(), tensors.front().describe());
   };
   return fmt::format("{} -> {}", list(request.inputs), list(request.outputs));
 }
