@@ -5,6 +5,8 @@ find_package(nlohmann_json REQUIRED)
 find_package(Threads REQUIRED)
 find_package(cereal CONFIG REQUIRED)
 find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
+# xxHash, header-only (XXH_INLINE_ALL): nothing to link, nothing for an installed ranks to need.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)

@@ -310,8 +310,10 @@ TEST(CollectivesAsync, AsyncFormsCompleteOnWait) {
     Tensor b = Tensor::of<float>({static_cast<float>(rank)});
     Work wa = all_reduce_async(a);
     Work wb = broadcast_async(b, 3);
+    // Its own input: b is the broadcast's, written when that completes.
+    Tensor c = Tensor::of<float>({static_cast<float>(rank * 2)});
     std::vector<Tensor> gathered;
-    Work wg = all_gather_async(gathered, b);
+    Work wg = all_gather_async(gathered, c);
     EXPECT_EQ(gathered.size(), 4u);  // allocated at once, written on completion
     wa.wait();
     wb.wait();
@@ -320,7 +322,9 @@ TEST(CollectivesAsync, AsyncFormsCompleteOnWait) {
     EXPECT_EQ(wa.exception(), nullptr);
     EXPECT_EQ(a.to_vector<int64_t>(), (std::vector<int64_t>{6, 10, 14}));
     EXPECT_EQ(b.to_vector<float>(), std::vector<float>{3.0f});
-    for (const Tensor& g : gathered) EXPECT_EQ(g.to_vector<float>(), std::vector<float>{3.0f});
+    for (size_t r = 0; r < gathered.size(); ++r) {
+      EXPECT_EQ(gathered[r].to_vector<float>(), std::vector<float>{static_cast<float>(r * 2)});
+    }
     barrier_async().wait();
   });
 }

@@ -129,7 +129,7 @@ TEST(Errors, PeerOutOfRangeSelfAndNegativeTag) {
     EXPECT_TRUE(Contains(m, site(line)));
 
     line = __LINE__ + 1;
-    m = invalid_argument([&] { isend(t, -1); });
+    m = invalid_argument([&] { (void)isend(t, -1); });
     EXPECT_TRUE(Contains(m, "dst -1"));
     EXPECT_TRUE(Contains(m, site(line)));
 
@@ -141,7 +141,7 @@ TEST(Errors, PeerOutOfRangeSelfAndNegativeTag) {
 
     // -1 is any_source; -2 is not.
     line = __LINE__ + 1;
-    m = invalid_argument([&] { irecv(t, -2); });
+    m = invalid_argument([&] { (void)irecv(t, -2); });
     EXPECT_TRUE(Contains(m, "src -2"));
     EXPECT_TRUE(Contains(m, site(line)));
 
@@ -184,7 +184,7 @@ TEST(Errors, ListsOfTheWrongSize) {
 
     std::vector<Tensor> out3(3, Tensor::of<float>({0.0f}));
     line = __LINE__ + 1;
-    m = invalid_argument([&] { all_gather_async(out3, one); });
+    m = invalid_argument([&] { (void)all_gather_async(out3, one); });
     EXPECT_TRUE(Contains(m, "has 3 tensors"));
     EXPECT_TRUE(Contains(m, "(4)"));
     EXPECT_TRUE(Contains(m, site(line)));
@@ -209,7 +209,7 @@ TEST(Errors, ListsOfTheWrongSize) {
     // gather: dst's output list has the wrong size; the others must pass none at all.
     std::vector<Tensor> gathered = out3;
     line = __LINE__ + 1;
-    m = invalid_argument([&] { gather_async(gathered, one, 0); });
+    m = invalid_argument([&] { (void)gather_async(gathered, one, 0); });
     EXPECT_TRUE(Contains(m, rank == 0 ? "has 3 tensors" : "only dst 0 receives"));
     EXPECT_TRUE(Contains(m, site(line)));
   });
@@ -224,7 +224,7 @@ TEST(Errors, OutputListsWithTheWrongDtype) {
     std::vector<Tensor> mixed(kWorld, Tensor::zeros({2}, DType::Int64));
     mixed[2] = Tensor::zeros({2}, DType::Float32);
     line = __LINE__ + 1;
-    m = invalid_argument([&] { all_gather_async(mixed, in); });
+    m = invalid_argument([&] { (void)all_gather_async(mixed, in); });
     EXPECT_TRUE(Contains(m, "the output list[2]"));
     EXPECT_TRUE(Contains(m, "float32"));
     EXPECT_TRUE(Contains(m, "int64"));

@@ -15,9 +15,9 @@ void expect_schema(const sim::Report& report) {
   std::vector<std::string> keys;
   for (auto it = json.begin(); it != json.end(); ++it) keys.push_back(it.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"outcome", "world_size", "seed", "virtual_time_ns",
-                                            "message", "ranks", "cycle"}));
+                                            "message", "ranks", "cycle", "hazards"}));
   const std::set<std::string> outcomes = {"ok",          "deadlock", "timeout", "mismatch",
-                                          "unsupported", "crash",    "error"};
+                                          "unsupported", "crash",    "error",   "hazard"};
   EXPECT_TRUE(outcomes.count(json["outcome"].get<std::string>()));
   EXPECT_TRUE(json["world_size"].is_number_integer());
   EXPECT_TRUE(json["seed"].is_number_unsigned());

@@ -14,7 +14,11 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$build" -j "$(nproc --all)"
 # Real processes and plain code only: every test parametrised by a real backend, the store,
 # launcher, wire and object tests; none that runs a simulated rank.
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+# Open MPI's own allocations outlive MPI_Finalize: tools/lsan-openmpi.supp names its libraries,
+# which only full unwinding (fast_unwind_on_malloc=0) sees under the frames of its unloaded plugins.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0
+export LSAN_OPTIONS=suppressions=$root/tools/lsan-openmpi.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1
 cd "$build"
 ctest -j "$(nproc --all)" --output-on-failure \
   -R '/gloo|/mpi|Gloo|Mpi|Store|Tcp|Launch|Pytorch|Slurm|Hostlist|JobSecret|Wire|ObjectPayload|TorchStoreClient|FreePort|CpuBinding|Deadline' \

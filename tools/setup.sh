@@ -8,6 +8,8 @@ packages=(
   libboost-fiber-dev libboost-context-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libcereal-dev libdlpack-dev
+  # xxHash: the simulator hashes an op's buffers to see them written while it is in flight
+  libxxhash-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   python3-matplotlib python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
   # the SLURM tests start a one-host cluster of their own (tests/slurm/cluster.py)

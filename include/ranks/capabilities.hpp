@@ -73,6 +73,16 @@ struct BackendCapabilities {
   // Whether the ranks find each other through the rendezvous store (MASTER_ADDR/MASTER_PORT);
   // Open MPI's ranks are connected by its own runtime, so they need no store.
   bool rendezvous_through_store = true;
+  // The largest message (bytes of payload) a send completes with no matching receive posted,
+  // because the library holds it (Open MPI's eager protocol), between ranks of one node and of
+  // two nodes; 0 where a send always waits for its receive (gloo, NCCL). A program that needs it
+  // (two ranks sending to each other first) passes at small sizes and hangs above the limit.
+  // Measured with scenarios/bugs/head_to_head_send (reports/buffering.md).
+  int64_t eager_send_bytes_within_node = 0;
+  int64_t eager_send_bytes_across_nodes = 0;
+  int64_t eager_send_bytes(bool same_node) const {
+    return same_node ? eager_send_bytes_within_node : eager_send_bytes_across_nodes;
+  }
   // How the backend's ranks are started, as MMEngine names launchers: "pytorch" (one process per
   // rank, torchrun's variables: what `ranks run` does) or "mpi" (mpirun starts and connects them:
   // `ranks run` starts mpirun). A simulated rank's infer_launcher() answers it.

@@ -7,14 +7,23 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ranks::sim {
 
-enum class Outcome { Ok, Deadlock, Timeout, Mismatch, Unsupported, Crash, Error };
+// Hazard: every rank finished, but the run did something that real backends do not promise to
+// survive (Report::hazards says what); the other outcomes are failures.
+enum class Outcome { Ok, Deadlock, Timeout, Mismatch, Unsupported, Crash, Error, Hazard };
 std::string_view outcome_name(Outcome);  // "ok", "deadlock", ...
+
+// The kinds of hazard the simulator reports (Report::hazards, Options::accept):
+//   "buffer_in_flight": an op's buffer written between posting the op and seeing it complete
+//   "unwaited_work":    a Work dropped without a wait, or a result read before it completed
+//   "buffering":        a send that completed only because the library held the message
+std::span<const std::string_view> hazard_kinds();
 
 struct Report;
 
@@ -46,6 +55,10 @@ struct Options {
   // Python binding: the rank's PyThreadState) so that each rank runs with its own. It runs between
   // fibers: it must not block, throw or call into ranks. Empty: nothing is called.
   std::function<void(int rank)> on_rank_switch;
+  // Hazard kinds (hazard_kinds()) the program accepts: still listed in the report, marked
+  // accepted, but they leave the outcome ok. Accepting buffer_in_flight also skips its check
+  // (hashing every op's buffers).
+  std::vector<std::string> accept;
 };
 
 struct RankReport {
@@ -61,6 +74,17 @@ struct RankReport {
   int64_t count = -1;       // elements of the op's tensor, when it has one
 };
 
+// One hazard, with every occurrence at the same call site folded into it.
+struct Hazard {
+  std::string kind;                // one of hazard_kinds()
+  std::string message;             // what happened and what to do, naming ranks and call sites
+  std::vector<int> ranks;          // the ranks it happened on (the first few)
+  std::vector<std::string> ops;    // the ops involved ("isend", ...)
+  std::vector<std::string> where;  // their call sites, file:line
+  int64_t occurrences = 1;
+  bool accepted = false;  // Options::accept named its kind
+};
+
 struct Report {
   Outcome outcome = Outcome::Ok;
   std::chrono::nanoseconds virtual_time{0};
@@ -70,6 +94,7 @@ struct Report {
   std::string message;  // one-paragraph diagnosis
   std::vector<RankReport> ranks;
   std::vector<int> cycle;  // a wait-for cycle, when there is one
+  std::vector<Hazard> hazards;
 
   std::string to_text() const;  // the human report
   std::string to_json() const;  // the machine report (shared/API.md schema)

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <utility>
 
 namespace ranks {
@@ -23,6 +24,12 @@ class WorkState {
   // Work::is_completed() found the op not done. Real backends progress on their own; the
   // simulator lets the other ranks run, since a rank spinning on this would otherwise starve them.
   virtual void on_poll() {}
+  // The program has seen the op end: a wait returned or threw, or is_completed() said true. The
+  // simulator checks here that the op's buffers were left alone while it was in flight.
+  // `where` is the call site of the wait.
+  virtual void on_observed(const std::source_location& /*where*/) {}
+  // The program read a result (source_rank) of an op that has not completed.
+  virtual void on_read_before_completion(const char* /*what*/) const {}
 
   // Atomic because a backend may finish an op on another thread (nccl's watchdog) while the
   // program polls Work::is_completed(); error is written before done is set.
@@ -46,15 +53,20 @@ class CompletedWork final : public WorkState {
 };
 }  // namespace detail
 
-class Work {
+// [[nodiscard]]: a Work dropped unwaited is an op whose completion, and errors, no one sees (the
+// simulator reports it as a hazard).
+class [[nodiscard]] Work {
  public:
   Work() = default;  // an empty Work is complete
   explicit Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
 
-  void wait();  // rethrows the operation's error
+  // Rethrows the operation's error. `where` (the caller's line) names the wait in hazard reports.
+  void wait(std::source_location where = std::source_location::current());
   // As wait(), with this call's own deadline instead of the group's (torch's work.wait(timeout)).
-  void wait(std::chrono::milliseconds timeout);
-  bool is_completed() const;
+  void wait(std::chrono::milliseconds timeout,
+            std::source_location where = std::source_location::current());
+  // True once the op has ended; that counts as a wait (MPI_Test's rule).
+  bool is_completed(std::source_location where = std::source_location::current()) const;
   std::exception_ptr exception() const;
   int source_rank() const;  // for irecv: the rank (within the group) that sent the message
 

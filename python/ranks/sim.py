@@ -10,17 +10,20 @@ from ranks import _core
 
 Report = _core.Report
 RankReport = _core.RankReport
+Hazard = _core.Hazard
 
 
 def run(fn, world_size=8, backend="nccl", seed=0, timeout=1800.0, faults=(), ranks_per_node=0,
-        model="", move_data=True, trace=None, stack_bytes=0):
+        model="", move_data=True, trace=None, stack_bytes=0, accept=()):
     """Runs fn() on every simulated rank; returns the Report. Options as ``ranks sim``'s flags:
     ``backend`` whose rules to emulate, ``seed`` (0: FIFO schedule), ``timeout`` in seconds of
     virtual time, ``faults`` (spec strings such as "crash:rank=2,op=3"), ``model`` (cost model
-    preset or file), ``trace`` (a Chrome trace path)."""
+    preset or file), ``trace`` (a Chrome trace path), ``accept`` (hazard kinds that leave the
+    outcome ok: "buffer_in_flight", "unwaited_work", "buffering"). ``report.hazards`` lists the
+    hazards the run passed through (kind, message, ranks, ops, where, occurrences, accepted)."""
     return _core.simulate(fn, world_size, ranks_per_node, backend, seed, float(timeout),
                           list(faults), move_data, None if trace is None else str(trace), model,
-                          stack_bytes)
+                          stack_bytes, list(accept))
 
 
 def check(fn, world_size=8, **options):

@@ -50,12 +50,14 @@ auto blocking(F&& call) {
   return call();
 }
 
-// Waits for work, as blocking() runs it.
+// Waits for work, as blocking() runs it, naming the Python line that waits.
 inline void wait_for(Work& work) {
-  blocking([&] { work.wait(); });
+  const std::source_location where = python_call_site();
+  blocking([&] { work.wait(where); });
 }
 inline void wait_for(Work& work, std::chrono::milliseconds timeout) {
-  blocking([&] { work.wait(timeout); });
+  const std::source_location where = python_call_site();
+  blocking([&] { work.wait(timeout, where); });
 }
 
 }  // namespace ranks::python

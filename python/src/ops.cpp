@@ -65,7 +65,8 @@ void register_ops(py::module_& m) {
              return true;
            },
            py::arg("timeout") = py::none())
-      .def("is_completed", [](PendingOp& op) { return op.work.is_completed(); })
+      .def("is_completed",
+           [](PendingOp& op) { return op.work.is_completed(python_call_site()); })
       .def("source_rank", [](PendingOp& op) { return op.work.source_rank(); });
 
   m.def("completed_work", [] { return PendingOp{}; });

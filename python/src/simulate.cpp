@@ -101,6 +101,14 @@ void register_simulator(py::module_& m) {
       .def_readonly("peer", &sim::RankReport::peer)
       .def_readonly("dtype", &sim::RankReport::dtype)
       .def_readonly("count", &sim::RankReport::count);
+  py::class_<sim::Hazard>(m, "Hazard")
+      .def_readonly("kind", &sim::Hazard::kind)
+      .def_readonly("message", &sim::Hazard::message)
+      .def_readonly("ranks", &sim::Hazard::ranks)
+      .def_readonly("ops", &sim::Hazard::ops)
+      .def_readonly("where", &sim::Hazard::where)
+      .def_readonly("occurrences", &sim::Hazard::occurrences)
+      .def_readonly("accepted", &sim::Hazard::accepted);
   py::class_<sim::Report>(m, "Report")
       .def_property_readonly("outcome",
                              [](const sim::Report& r) { return std::string(sim::outcome_name(r.outcome)); })
@@ -111,13 +119,15 @@ void register_simulator(py::module_& m) {
       .def_readonly("message", &sim::Report::message)
       .def_readonly("ranks", &sim::Report::ranks)
       .def_readonly("cycle", &sim::Report::cycle)
+      .def_readonly("hazards", &sim::Report::hazards)
       .def("to_text", &sim::Report::to_text)
       .def("to_json", &sim::Report::to_json);
 
   m.def("simulate",
         [](py::object fn, int world_size, int ranks_per_node, std::string backend, uint64_t seed,
            double timeout, std::vector<std::string> faults, bool move_data,
-           std::optional<std::string> trace, std::string model, size_t stack_bytes) {
+           std::optional<std::string> trace, std::string model, size_t stack_bytes,
+           std::vector<std::string> accept) {
           if (simulating()) {
             throw InvalidArgument("ranks.sim.run() was called from a simulated rank: runs do not nest");
           }
@@ -132,6 +142,7 @@ void register_simulator(py::module_& m) {
           if (trace) options.trace = *trace;
           options.model = std::move(model);
           options.stack_bytes = stack_bytes;
+          options.accept = std::move(accept);
           sim::Report report;
           {
             RankThreads threads(world_size);
@@ -144,7 +155,7 @@ void register_simulator(py::module_& m) {
         },
         py::arg("fn"), py::arg("world_size"), py::arg("ranks_per_node"), py::arg("backend"),
         py::arg("seed"), py::arg("timeout"), py::arg("faults"), py::arg("move_data"),
-        py::arg("trace"), py::arg("model"), py::arg("stack_bytes"));
+        py::arg("trace"), py::arg("model"), py::arg("stack_bytes"), py::arg("accept"));
 
   m.def("set_main_module", [](py::object module) {
     RankThreads* threads = RankThreads::active();

@@ -104,6 +104,10 @@ const BackendCapabilities mpi = [] {
       "a timed-out send or receive is cancelled, but a collective cannot be, so the rank's MPI "
       "communicator runs no more collectives";
   c.rendezvous_through_store = false;
+  // Open MPI 4.1's eager limits less its 56-byte match header: shared memory (btl vader) 4 KiB,
+  // TCP (btl tcp, between nodes) 64 KiB.
+  c.eager_send_bytes_within_node = 4040;
+  c.eager_send_bytes_across_nodes = 65480;
   c.launcher = "mpi";
   c.usual_hardware = "pcie-gen5-ib";
   return c;

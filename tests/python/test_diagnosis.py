@@ -239,3 +239,44 @@ def test_ctrl_c_stops_the_run_and_reaches_the_caller():
     with pytest.raises(KeyboardInterrupt):
         ranks.sim.run(body, world_size=4, backend="gloo")
     assert sorted(unwound) == [0, 1, 2, 3]
+
+
+def test_hazards_name_the_python_call_sites():
+    def body():
+        t = torch.arange(4, dtype=torch.float32)
+        if dist.get_rank() == 0:
+            work = dist.isend(t, 1)  # <isend-site>
+            t[0] = 9.0  # written while the send is in flight
+            work.wait()
+            dist.isend(torch.ones(1), 1)  # <dropped-site>
+        else:
+            dist.recv(t, 0)
+            dist.recv(torch.zeros(1), 0)
+
+    report = ranks.sim.run(body, world_size=2, backend="gloo")
+    assert report.outcome == "hazard", report.to_text()
+    kinds = {h.kind: h for h in report.hazards}
+    assert set(kinds) == {"buffer_in_flight", "unwaited_work"}
+    assert kinds["buffer_in_flight"].where == [where("<isend-site>")]
+    assert kinds["buffer_in_flight"].ranks == [0]
+    assert kinds["unwaited_work"].where == [where("<dropped-site>")]
+    assert json.loads(report.to_json())["hazards"][0]["kind"] == "buffer_in_flight"
+
+    accepted = ranks.sim.run(body, world_size=2, backend="gloo",
+                             accept=("buffer_in_flight", "unwaited_work"))
+    assert accepted.outcome == "ok", accepted.to_text()
+    assert [h.accepted for h in accepted.hazards] == [True]  # buffer_in_flight is not checked
+
+
+def test_a_correct_exchange_has_no_hazards():
+    def body():
+        peer = 1 - dist.get_rank()
+        out, into = torch.full((3,), float(dist.get_rank())), torch.zeros(3)
+        received = dist.irecv(into, peer)
+        dist.send(out, peer)
+        received.wait()
+        assert into.tolist() == [float(peer)] * 3
+
+    report = ranks.sim.run(body, world_size=2, backend="mpi")
+    assert report.outcome == "ok", report.to_text()
+    assert report.hazards == []

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 
 namespace ranks::cli {
@@ -41,6 +42,7 @@ struct SimArgs {
   std::string report;
   std::string model;
   bool shapes_only = false;
+  std::vector<std::string> accept;  // hazard kinds that leave the outcome ok
   // Neither --backend, RANKS_BACKEND nor a calibrated model chose the rules: nccl's, the default.
   bool backend_by_default = true;
   std::vector<std::string> program;
@@ -101,6 +103,7 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
       {"RANKS_SIM_REPORT_BRIEF", rows == ReportRows::LeftOut ? "1" : "0"},
       {"RANKS_SIM_MODEL", args.model},
       {"RANKS_SIM_MOVE_DATA", args.shapes_only ? "0" : "1"},
+      {"RANKS_SIM_ACCEPT", join(args.accept, ',')},
   });
   // Same seed, same run, for Python programs too: string hashes (set and dict iteration order)
   // are fixed unless the caller chose a hash seed.
@@ -348,6 +351,11 @@ Command add_sim_command(CLI::App& app) {
                   "file from `ranks calibrate`; default free (ops take no virtual time)");
   sim->add_flag("--shapes-only", args->shapes_only,
                 "move no data: ops are matched, checked and priced, results are not computed");
+  std::vector<std::string> kinds(sim::hazard_kinds().begin(), sim::hazard_kinds().end());
+  sim->add_option("--accept", args->accept,
+                  "a hazard kind to accept (still listed, outcome ok): " +
+                      join(kinds, ','))
+      ->check(CLI::IsMember(kinds));
   sim->add_option("program", args->program, "the program and its arguments (after --)")->required();
   sim->positionals_at_end();
   return [args, backend, timeout] {

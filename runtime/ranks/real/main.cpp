@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ranks/context.hpp"
 #include "ranks/real/fatal.hpp"
@@ -46,6 +47,20 @@ long long env_number(const char* name, long long fallback,
   return value;
 }
 
+// The non-empty items of a variable's separated list (none when it is unset).
+std::vector<std::string> env_list(const char* name, char separator) {
+  std::vector<std::string> items;
+  const char* value = env(name);
+  const std::string all = value != nullptr ? value : "";
+  for (size_t begin = 0; begin < all.size();) {
+    size_t end = all.find(separator, begin);
+    if (end == std::string::npos) end = all.size();
+    if (end > begin) items.push_back(all.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
 // `ranks sim` passes its options to the program through RANKS_SIM_* variables.
 sim::Options sim_options_from_env() {
   sim::Options options;
@@ -55,18 +70,11 @@ sim::Options sim_options_from_env() {
     options.backend = backend;
   options.seed = static_cast<uint64_t>(env_number("RANKS_SIM_SEED", 0));
   options.timeout = std::chrono::milliseconds(env_number("RANKS_SIM_TIMEOUT_MS", 30 * 60 * 1000));
-  if (const char* faults = env("RANKS_SIM_FAULTS"); faults && *faults) {
-    std::string all = faults;
-    for (size_t begin = 0; begin <= all.size();) {
-      size_t end = all.find(';', begin);
-      if (end == std::string::npos) end = all.size();
-      if (end > begin) options.faults.push_back(all.substr(begin, end - begin));
-      begin = end + 1;
-    }
-  }
+  options.faults = env_list("RANKS_SIM_FAULTS", ';');
   if (const char* trace = env("RANKS_SIM_TRACE"); trace && *trace) options.trace = trace;
   if (const char* model = env("RANKS_SIM_MODEL"); model && *model) options.model = model;
   options.move_data = env_number("RANKS_SIM_MOVE_DATA", 1) != 0;
+  options.accept = env_list("RANKS_SIM_ACCEPT", ',');
   return options;
 }
 

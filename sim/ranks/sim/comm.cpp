@@ -78,6 +78,8 @@ void SimWork::start() {
   own_deadline = request.timeout.count() > 0 && request.timeout < engine.options().timeout;
   started = engine.now();
   timeout = request.timeout;
+  hashes_buffers = moves_data && engine.hazards().checks_buffers();
+  if (hashes_buffers) buffers_hash = hash_buffers(request);
 }
 
 BlockInfo SimWork::info() const {
@@ -157,10 +159,12 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   const OpRequest& first = *requests.front();
   const bool moves = pending.arrivals[static_cast<size_t>(pending.first)].work->moves_data;
   std::exception_ptr error;
+  for (const Arrival& arrival : pending.arrivals) arrival.work->check_untouched_since_post();
   try {
     if (moves || first.kind == OpKind::AllToAll) {
       execute_collective(first.kind, first.reduce_op, first.root, requests, operands, moves);
     }
+    for (const Arrival& arrival : pending.arrivals) arrival.work->rehash_buffers();
   } catch (const Mismatch& e) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
         "mismatched {} on group '{}' at seq {}: {}", op_label(first), name(), seq, e.what())));
@@ -270,7 +274,10 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
         where_str(send.request.where), global_rank(recv.group_rank), out.str(),
         where_str(recv.request.where))));
   } else if (send.moves_data && in.nbytes() > 0) {
+    send.check_untouched_since_post();
+    recv.check_untouched_since_post();
     out.copy_(in);
+    recv.rehash_buffers();
   }
   recv.source_rank = send.group_rank;
   const Nanos cost = price_or_fail(engine_, error, [&] {

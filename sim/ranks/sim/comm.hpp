@@ -11,6 +11,7 @@
 #include "ranks/backend.hpp"
 #include "ranks/detail/line_aligned.hpp"
 #include "ranks/sim/engine.hpp"
+#include "ranks/sim/hazards.hpp"
 
 namespace ranks::sim::detail {
 
@@ -36,6 +37,23 @@ class SimWork final : public ranks::detail::WorkState {
     engine.wait(owner, *this);
   }
   void on_poll() override { engine.poll(owner, *this); }
+  // The program saw the op end (a wait, is_completed): its buffers must be as the op left them.
+  void on_observed(const std::source_location& where) override;
+  void on_read_before_completion(const char* what) const override;
+  // Dropped by every handle: one that ended while the program held it, and which the program
+  // never waited for, is an unwaited_work hazard.
+  ~SimWork() override;
+
+  // buffer_in_flight, at the moment the simulator reads the op's inputs or writes its outputs:
+  // the buffers must still hold what they held when the op was posted. rehash_buffers() then
+  // takes the hash of what the op leaves in them (after writing the outputs), which the wait
+  // checks.
+  void check_untouched_since_post() {
+    if (hashes_buffers) check_buffers("before the op had read or written them", nullptr);
+  }
+  void rehash_buffers() {
+    if (hashes_buffers) buffers_hash = hash_buffers(request);
+  }
 
   Engine& engine;
   SimRank& owner;
@@ -55,6 +73,11 @@ class SimWork final : public ranks::detail::WorkState {
   // the run's default (Group::set_timeout). When nothing else can happen it fires, as it would in
   // a real run, instead of the run ending as a deadlock.
   bool own_deadline = false;
+  // Whether buffers_hash holds a hash of the op's buffers (the run checks buffer_in_flight and
+  // moves data): at posting, then as the op left them.
+  bool hashes_buffers = false;
+  bool observed = false;  // a wait returned, or is_completed() said true
+  bool buffered = false;  // a send the emulated library holds a copy of (buffer_send)
   int group_rank;
   Nanos started{0};
   Nanos timeout{0};
@@ -62,6 +85,11 @@ class SimWork final : public ranks::detail::WorkState {
   // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
   // freeing every rank's request at once when a collective completes defeats malloc's caches.
   OpRequest request;
+  uint64_t buffers_hash = 0;
+
+ private:
+  // Notes a buffer_in_flight hazard when the buffers' bytes differ from buffers_hash, once per op.
+  void check_buffers(const char* when, const std::source_location* waited_at);
 };
 
 // A pooled work's block: the 16 bytes of its shared count (work_pool.hpp), then the work. What
@@ -95,6 +123,9 @@ class SimGroup {
   [[gnu::always_inline]] inline void arrive(std::shared_ptr<SimWork>&& work);
   void post_send(std::shared_ptr<SimWork>&& work);
   void post_recv(std::shared_ptr<SimWork>&& work);
+  // A send no receive has matched completes now on a copy of its data, if the emulated backend
+  // buffers a message of its size between its two ranks (hazard_checks.cpp); else false.
+  bool buffer_send(SimWork& send);
   // The rank stopped waiting (timeout, stuck run): forget its half of the operation.
   void withdraw(const SimWork& work);
   // Who the work still waits for ("not arrived: ranks 2, 3"), for timeout and deadlock reports.

@@ -307,6 +307,19 @@ Report Engine::make_report() const {
                                       ? fmt::format("; and {} more", unfinished_.size() - shown)
                                       : std::string());
   }
+  report.hazards = hazards_.report();
+  if (report.outcome == Outcome::Ok && hazards_.any_unaccepted()) {
+    report.outcome = Outcome::Hazard;
+    const auto first = std::find_if(report.hazards.begin(), report.hazards.end(),
+                                    [](const Hazard& h) { return !h.accepted; });
+    const size_t unaccepted = static_cast<size_t>(std::count_if(
+        report.hazards.begin(), report.hazards.end(), [](const Hazard& h) { return !h.accepted; }));
+    report.message = fmt::format(
+        "{}, through {} hazard{} a real run does not promise to survive; the first ({}): {}{}. "
+        "(To accept a kind of hazard: --accept KIND.)",
+        report.message, unaccepted, unaccepted == 1 ? "" : "s", first->kind, first->message,
+        unaccepted > 1 ? "; the report lists the others" : "");
+  }
   report.ranks.reserve(ranks_.size());
   for (const auto& rank : ranks_) {
     RankReport row;

@@ -32,7 +32,8 @@ constexpr size_t fibers_made_ahead = 4;
 
 }  // namespace
 
-Engine::Engine(const Options& options) : options_(options), rng_(options.seed) {
+Engine::Engine(const Options& options)
+    : options_(options), rng_(options.seed), hazards_(options.accept) {
   if (options.world_size < 1) {
     throw InvalidArgument(
         fmt::format("sim: world_size must be at least 1, got {}", options.world_size));
@@ -434,6 +435,7 @@ void Engine::on_idle() {
   // With no event pending nothing can ever change: every blocked rank would wait forever, and
   // reporting that as a deadlock beats reporting the timeouts it would eventually cause.
   if (next_event == never) {
+    if (release_buffered_sends()) return;
     // A dead peer under nccl is not a deadlock: the survivors' watchdogs time out. Nor is a
     // rank waiting with a deadline of its own (Work::wait(timeout)): it goes on after it.
     if (!dead_.empty() && !peers_fail_fast_ && next_deadline != never) {

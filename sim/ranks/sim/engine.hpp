@@ -21,6 +21,7 @@
 #include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
+#include "ranks/sim/hazards.hpp"
 #include "ranks/sim/trace.hpp"
 #include "ranks/sim/work_pool.hpp"
 
@@ -188,6 +189,12 @@ class Engine final : public Clock {
   // op".
   std::string after_last_op(const SimRank& rank) const;
 
+  // The hazards the run has passed through (hazards.hpp).
+  HazardLog& hazards() { return hazards_; }
+  // Whether this engine's run is going on on this thread (a work dropped after the run, by a
+  // program that kept its handle, reports nothing).
+  bool running_here() const { return running_engine_for_crash() == this; }
+
   // Called by the scheduler when no fiber is ready.
   void on_idle();
   // The run is over: closes its groups and notes what it left unfinished (ending.cpp).
@@ -230,6 +237,10 @@ class Engine final : public Clock {
   void wake(SimRank& rank);
   void fire_deadlines(Nanos time);
   void declare_stuck();
+  // Nothing can run: the sends that ranks are blocked in and that the emulated backend would
+  // have buffered (Open MPI's eager messages) complete now, each a buffering hazard. Whether
+  // any did (then the run goes on).
+  bool release_buffered_sends();
   void crash(SimRank& rank, const Fault& fault, const std::string& where);
   // gloo and mpi notice a dead peer (closed connection, aborted job) and fail at once; nccl
   // waits until its timeout.
@@ -278,6 +289,7 @@ class Engine final : public Clock {
   ranks::detail::Rng rng_;
   std::unique_ptr<Trace> trace_;
   WorkPool* work_pool_ = WorkPool::create();  // orphaned, not deleted: see work_pool.hpp
+  HazardLog hazards_;
 };
 
 }  // namespace ranks::sim::detail

@@ -27,6 +27,8 @@ std::string_view outcome_name(Outcome outcome) {
       return "crash";
     case Outcome::Error:
       return "error";
+    case Outcome::Hazard:
+      return "hazard";
   }
   return "error";
 }
@@ -63,7 +65,11 @@ std::string Report::to_text() const {
       outcome_name(outcome), world_size, backend.empty() ? "nccl" : backend, seed,
       ranks::detail::format_duration(virtual_time));
   text += message + "\n";
-  if (outcome == Outcome::Ok) return text;
+  for (const Hazard& hazard : hazards) {
+    text += fmt::format("  hazard {}{}: {}\n", hazard.kind, hazard.accepted ? " (accepted)" : "",
+                        hazard.message);
+  }
+  if (outcome == Outcome::Ok || outcome == Outcome::Hazard) return text;
   // Runs of consecutive ranks in the same state print as one line, so 10,000 ranks in a few
   // states stay readable. Ranks that each differ (a ring of receives) would print one line each:
   // after kShownRows lines only failed and crashed ranks are shown, and the rest are counted.
@@ -176,7 +182,18 @@ std::string Report::to_json() const {
     append_row(out, ranks[i]);
   }
   out += ranks.empty() ? "],\n" : "\n  ],\n";
-  out += fmt::format("  \"cycle\": {}\n}}\n", nlohmann::json(cycle).dump());
+  out += fmt::format("  \"cycle\": {},\n", nlohmann::json(cycle).dump());
+  nlohmann::json listed = nlohmann::json::array();
+  for (const Hazard& hazard : hazards) {
+    listed.push_back({{"kind", hazard.kind},
+                      {"message", hazard.message},
+                      {"ranks", hazard.ranks},
+                      {"ops", hazard.ops},
+                      {"where", hazard.where},
+                      {"occurrences", hazard.occurrences},
+                      {"accepted", hazard.accepted}});
+  }
+  out += fmt::format("  \"hazards\": {}\n}}\n", listed.dump());
   return out;
 }
 
