@@ -147,6 +147,20 @@ TEST(Fallback, SleepForSleepsAndRejectsNegatives) {
   EXPECT_THROW(sleep_for(std::chrono::nanoseconds(-1)), InvalidArgument);
 }
 
+TEST(Fallback, NewGroupOfRankZeroIsTheWorldOfOne) {
+  Group g = new_group({0});
+  EXPECT_TRUE(g.is_default());
+  EXPECT_EQ(g.rank(), 0);
+  EXPECT_EQ(g.size(), 1);
+  Tensor t = Tensor::of<float>({1.5f});
+  all_reduce(t, ReduceOp::Sum, g);
+  EXPECT_EQ(t.to_vector<float>(), std::vector<float>{1.5f});
+  barrier(g);
+  EXPECT_THROW(new_group({0, 1}), InvalidArgument);
+  EXPECT_THROW(new_group({1}), InvalidArgument);
+  EXPECT_THROW(new_group({}), InvalidArgument);
+}
+
 TEST(Fallback, PointToPointNeedsAGroup) {
   Tensor t = Tensor::of<int32_t>({1});
   EXPECT_THROW(send(t, 0), InvalidArgument);

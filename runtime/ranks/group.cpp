@@ -75,13 +75,18 @@ void Group::set_timeout(std::chrono::milliseconds timeout) {
 Group new_group(std::vector<int> global_ranks, std::source_location where) {
   Context& context = current();
   detail::Call call{OpKind::NewGroup, context.world.get(), where};
-  if (!context.initialized) {
-    throw InvalidArgument(
-        fmt::format("new_group at {}: the default process group is not "
-                    "initialised",
-                    detail::where_str(where)));
-  }
   std::sort(global_ranks.begin(), global_ranks.end());
+  if (!context.initialized) {
+    // Not distributed: the one process is rank 0 of a world of 1, and a group of it is that
+    // world (the default group: its ops are the no-ops of the non-distributed fallbacks).
+    if (global_ranks != std::vector<int>{0}) {
+      throw InvalidArgument(fmt::format(
+          "new_group at {}: not distributed, the only rank is 0, so the only group is [0], not "
+          "[{}]",
+          detail::where_str(where), fmt::join(global_ranks, ", ")));
+    }
+    return Group();
+  }
   if (global_ranks.empty()) detail::fail(call, "the member list is empty");
   if (std::adjacent_find(global_ranks.begin(), global_ranks.end()) != global_ranks.end()) {
     detail::fail(call,
