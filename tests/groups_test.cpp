@@ -303,8 +303,10 @@ TEST(GroupsMismatch, InvalidMemberListsAreRejected) {
   });
 }
 
-TEST(GroupsMismatch, NewGroupOutsideASimulationOrInitIsRejected) {
-  EXPECT_THROW(new_group({0}), InvalidArgument);
+TEST(GroupsMismatch, NewGroupOutsideASimulationOrInitHasOnlyRankZero) {
+  // Not distributed, the process is rank 0 of one (Fallback.NewGroupOfRankZeroIsTheWorldOfOne).
+  EXPECT_THROW(new_group({1}), InvalidArgument);
+  EXPECT_TRUE(new_group({0}).is_default());
 }
 
 }  // namespace

@@ -34,6 +34,9 @@ class WorkState {
   // Atomic because a backend may finish an op on another thread (nccl's watchdog) while the
   // program polls Work::is_completed(); error is written before done is set.
   std::atomic<bool> done{false};
+  // The program has seen the op end (set by Work before on_observed): a wait returned or threw,
+  // or is_completed() said true. Only the program's own thread reads it.
+  bool observed = false;
   int source_rank = -1;  // the sender, for receives
   std::exception_ptr error;
   // Runs once on the waiting rank after a successful wait. Behind a pointer: the simulator makes

@@ -9,6 +9,7 @@ namespace ranks {
 void Work::wait(std::source_location where) {
   if (!state_) return;
   if (!state_->done) state_->block();
+  state_->observed = true;
   state_->on_observed(where);
   if (state_->error) std::rethrow_exception(state_->error);
   if (state_->on_completion) (*std::exchange(state_->on_completion, nullptr))();
@@ -21,6 +22,7 @@ void Work::wait(std::chrono::milliseconds timeout, std::source_location where) {
   }
   if (!state_) return;
   if (!state_->done) state_->block_for(timeout);
+  state_->observed = true;
   state_->on_observed(where);
   if (state_->error) std::rethrow_exception(state_->error);
   if (state_->on_completion) (*std::exchange(state_->on_completion, nullptr))();
@@ -30,6 +32,7 @@ bool Work::is_completed(std::source_location where) const {
   if (!state_) return true;
   if (!state_->done) state_->on_poll();
   if (!state_->done) return false;
+  state_->observed = true;
   state_->on_observed(where);
   return true;
 }

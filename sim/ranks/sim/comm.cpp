@@ -78,8 +78,12 @@ void SimWork::start() {
   own_deadline = request.timeout.count() > 0 && request.timeout < engine.options().timeout;
   started = engine.now();
   timeout = request.timeout;
-  hashes_buffers = moves_data && engine.hazards().checks_buffers();
-  if (hashes_buffers) buffers_hash = hash_buffers(request);
+  // Only async ops with buffers: the program cannot touch a blocking call's buffers while it
+  // waits in it, and a barrier's arrivals are then never read back for the check.
+  const bool hashes = moves_data && !request.blocking &&
+                      (!request.inputs.empty() || !request.outputs.empty()) &&
+                      engine.hazards().checks_buffers();
+  buffers_hash = hashes ? hash_buffers(request) : 0;
 }
 
 BlockInfo SimWork::info() const {
@@ -114,6 +118,7 @@ inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
   const OperandBytes operands{request.inputs.empty() ? nullptr : request.inputs[0].data_ptr(),
                               outputs.empty() ? nullptr : outputs[0].data_ptr()};
   Arrival& arrival = pending.arrivals[static_cast<size_t>(me)];
+  arrival.posted_hash = work->buffers_hash;
   arrival.work = std::move(work);
   arrival.operands = operands;
   if (++pending.arrived == size()) finish(seq, pending);
@@ -159,12 +164,12 @@ void SimGroup::finish(uint64_t seq, Pending& pending) {
   const OpRequest& first = *requests.front();
   const bool moves = pending.arrivals[static_cast<size_t>(pending.first)].work->moves_data;
   std::exception_ptr error;
-  for (const Arrival& arrival : pending.arrivals) arrival.work->check_untouched_since_post();
+  if (moves) check_arrivals_untouched(pending, first);
   try {
     if (moves || first.kind == OpKind::AllToAll) {
       execute_collective(first.kind, first.reduce_op, first.root, requests, operands, moves);
     }
-    for (const Arrival& arrival : pending.arrivals) arrival.work->rehash_buffers();
+    if (moves) rehash_arrivals(pending, first);
   } catch (const Mismatch& e) {
     error = std::make_exception_ptr(Mismatch(fmt::format(
         "mismatched {} on group '{}' at seq {}: {}", op_label(first), name(), seq, e.what())));

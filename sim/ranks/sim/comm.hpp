@@ -22,7 +22,7 @@ class SimWork final : public ranks::detail::WorkState {
   // Made as a draft: the front end builds the op's request in it (SimComm::draft), and
   // submit() starts it.
   SimWork(Engine& e, SimRank& o, SimGroup& g, int rank_in_group)
-      : engine(e), owner(o), group(g), group_rank(rank_in_group) {}
+      : owner(o), engine(e), group(g), group_rank(rank_in_group) {}
   // The request is complete: the op starts now, with its timeout.
   void start();
   void block() override { engine.wait(owner, *this); }
@@ -49,14 +49,23 @@ class SimWork final : public ranks::detail::WorkState {
   // takes the hash of what the op leaves in them (after writing the outputs), which the wait
   // checks.
   void check_untouched_since_post() {
-    if (hashes_buffers) check_buffers("before the op had read or written them", nullptr);
+    if (buffers_hash != 0) check_untouched_since_post(hash_buffers(request));
+  }
+  // The same, given the buffers' hash now.
+  void check_untouched_since_post(uint64_t now) {
+    if (now != buffers_hash) note_changed(now, "before the op had read or written them", nullptr);
   }
   void rehash_buffers() {
-    if (hashes_buffers) buffers_hash = hash_buffers(request);
+    if (buffers_hash != 0) buffers_hash = hash_buffers(request);
   }
 
-  Engine& engine;
+  // In the work's first line, with its shared count and WorkState's fields: what completing,
+  // waiting for and freeing a work read and write (work_pool.hpp).
   SimRank& owner;
+  // Of the op's buffers (hash_buffers), when the run checks buffer_in_flight and the op moves
+  // data: at posting, then as the op left them; 0 when not checked (hash_buffers is never 0).
+  uint64_t buffers_hash = 0;
+  Engine& engine;
   SimGroup& group;
   // What reports say of the op (its name, group, seq, call site): built when asked, not kept,
   // so that the work stays a cache line smaller (the rank keeps its latest in SimRank::block).
@@ -73,10 +82,6 @@ class SimWork final : public ranks::detail::WorkState {
   // the run's default (Group::set_timeout). When nothing else can happen it fires, as it would in
   // a real run, instead of the run ending as a deadlock.
   bool own_deadline = false;
-  // Whether buffers_hash holds a hash of the op's buffers (the run checks buffer_in_flight and
-  // moves data): at posting, then as the op left them.
-  bool hashes_buffers = false;
-  bool observed = false;  // a wait returned, or is_completed() said true
   bool buffered = false;  // a send the emulated library holds a copy of (buffer_send)
   int group_rank;
   Nanos started{0};
@@ -85,11 +90,12 @@ class SimWork final : public ranks::detail::WorkState {
   // the rank drops its Work handle, on its own fiber, right before its next op allocates anew;
   // freeing every rank's request at once when a collective completes defeats malloc's caches.
   OpRequest request;
-  uint64_t buffers_hash = 0;
 
  private:
-  // Notes a buffer_in_flight hazard when the buffers' bytes differ from buffers_hash, once per op.
-  void check_buffers(const char* when, const std::source_location* waited_at);
+  // Notes a buffer_in_flight hazard: the buffers' hash is `now`, not buffers_hash (then `now`,
+  // so that one change is reported once).
+  [[gnu::noinline]] void note_changed(uint64_t now, const char* when,
+                                      const std::source_location* waited_at);
 };
 
 // A pooled work's block: the 16 bytes of its shared count (work_pool.hpp), then the work. What
@@ -155,6 +161,9 @@ class SimGroup {
   struct Arrival {
     std::shared_ptr<SimWork> work;
     OperandBytes operands;
+    // The work's buffers_hash as posted (0: not checked), taken with the operands: finish()
+    // checks an all_reduce's buffers without reading its members' works.
+    uint64_t posted_hash = 0;
   };
   struct Pending {
     int arrived = 0;
@@ -162,6 +171,10 @@ class SimGroup {
     std::vector<Arrival> arrivals;
     std::exception_ptr failed;  // a mismatch: every arrival (late ones too) gets it
   };
+  // buffer_in_flight, as the last arrival reads every member's buffers (before) and has
+  // written them (after); see SimWork::check_untouched_since_post.
+  void check_arrivals_untouched(const Pending& pending, const OpRequest& first) const;
+  void rehash_arrivals(const Pending& pending, const OpRequest& first) const;
   struct Message {
     std::shared_ptr<SimWork> work;
   };

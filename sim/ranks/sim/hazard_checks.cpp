@@ -20,10 +20,8 @@ namespace {
 std::string bytes_text(size_t bytes) { return fmt::format("{} B", bytes); }
 }  // namespace
 
-void SimWork::check_buffers(const char* when, const std::source_location* waited_at) {
-  const uint64_t now = hash_buffers(request);
-  if (now == buffers_hash) return;
-  buffers_hash = now;  // one report per op and moment, not one per later look
+void SimWork::note_changed(uint64_t now, const char* when, const std::source_location* waited_at) {
+  buffers_hash = now;  // one report per change, not one per later look
   engine.hazards().note(
       HazardKind::BufferInFlight, owner.rank, op_label(request), request.where, [&] {
         const BlockInfo block = info();
@@ -42,8 +40,9 @@ void SimWork::check_buffers(const char* when, const std::source_location* waited
 }
 
 void SimWork::on_observed(const std::source_location& where) {
-  observed = true;
-  if (hashes_buffers && !error) check_buffers("before its wait", &where);
+  if (buffers_hash == 0 || error) return;
+  if (const uint64_t now = hash_buffers(request); now != buffers_hash)
+    note_changed(now, "before its wait", &where);
 }
 
 void SimWork::on_read_before_completion(const char* what) const {
@@ -71,6 +70,36 @@ SimWork::~SimWork() {
                               "wait for every Work",
                               owner.rank, ranks::detail::describe(place_of(info())));
                         });
+}
+
+void SimGroup::check_arrivals_untouched(const Pending& pending, const OpRequest& first) const {
+  // An all_reduce's members hold one tensor of one size in place: their operands are all of
+  // it. Other collectives read their requests anyway.
+  const bool by_operands = first.kind == OpKind::AllReduce;
+  const size_t bytes = by_operands ? first.inputs[0].nbytes() : 0;
+  for (const Arrival& arrival : pending.arrivals) {
+    if (arrival.posted_hash == 0) continue;
+    if (by_operands) {
+      const uint64_t now = hash_operands(arrival.operands.input, arrival.operands.output, bytes);
+      if (now != arrival.posted_hash) arrival.work->check_untouched_since_post(now);
+    } else {
+      arrival.work->check_untouched_since_post();
+    }
+  }
+}
+
+void SimGroup::rehash_arrivals(const Pending& pending, const OpRequest& first) const {
+  const bool by_operands = first.kind == OpKind::AllReduce;
+  const size_t bytes = by_operands ? first.inputs[0].nbytes() : 0;
+  for (const Arrival& arrival : pending.arrivals) {
+    if (arrival.posted_hash == 0) continue;
+    if (by_operands) {
+      arrival.work->buffers_hash =
+          hash_operands(arrival.operands.input, arrival.operands.output, bytes);
+    } else {
+      arrival.work->rehash_buffers();
+    }
+  }
 }
 
 bool SimGroup::buffer_send(SimWork& send) {

@@ -91,7 +91,12 @@ uint64_t hash_buffers(const OpRequest& request) {
         hash = XXH3_64bits_withSeed(tensor.data_ptr(), tensor.nbytes(), hash);
     }
   }
-  return hash;
+  return hash | 1;
+}
+
+uint64_t hash_operands(const void* input, const void* output, size_t bytes) {
+  if (bytes == 0) return 1;
+  return XXH3_64bits_withSeed(output, bytes, XXH3_64bits_withSeed(input, bytes, 0)) | 1;
 }
 
 }  // namespace ranks::sim::detail

@@ -70,7 +70,10 @@ class HazardLog {
   std::map<std::tuple<int, std::string, uint32_t, std::string>, Entry> entries_;
 };
 
-// A hash of the bytes of every tensor the op reads or writes (inputs, then outputs).
+// A hash of the bytes of every tensor the op reads or writes (inputs, then outputs); never 0.
 uint64_t hash_buffers(const OpRequest& request);
+// hash_buffers of an op with one input and one output of `bytes` each (an all_reduce), from
+// their bytes alone.
+uint64_t hash_operands(const void* input, const void* output, size_t bytes);
 
 }  // namespace ranks::sim::detail
