@@ -22,4 +22,4 @@ export UBSAN_OPTIONS=print_stacktrace=1
 cd "$build"
 ctest -j "$(nproc --all)" --output-on-failure \
   -R '/gloo|/mpi|Gloo|Mpi|Store|Tcp|Launch|Pytorch|Slurm|Hostlist|JobSecret|Wire|ObjectPayload|TorchStoreClient|FreePort|CpuBinding|Deadline' \
-  -E '/sim|Sim'
+  -E '/sim|Sim|CrashAtTime|FailedWait'
