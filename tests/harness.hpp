@@ -140,20 +140,6 @@ Tensor make_tensor(DType dtype, int64_t count, F value, Device device = Device::
 }
 
 // A tensor's elements as doubles, for comparing with expected values.
-inline std::vector<double> values(const Tensor& t) {
-  std::vector<double> out(static_cast<size_t>(t.numel()));
-  visit_dtype(t.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const T* data = t.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) {
-      if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
-        out[i] = static_cast<double>(static_cast<float>(data[i]));
-      } else {
-        out[i] = static_cast<double>(data[i]);
-      }
-    }
-  });
-  return out;
-}
+inline std::vector<double> values(const Tensor& t) { return t.to_doubles(); }
 
 }  // namespace ranks::testing

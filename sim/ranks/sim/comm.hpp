@@ -175,6 +175,8 @@ class SimGroup {
   // written them (after); see SimWork::check_untouched_since_post.
   void check_arrivals_untouched(const Pending& pending, const OpRequest& first) const;
   void rehash_arrivals(const Pending& pending, const OpRequest& first) const;
+  // The hash_buffers of an arrival's buffers as they are now.
+  static uint64_t arrival_hash(const Arrival& arrival, const OpRequest& first);
   struct Message {
     std::shared_ptr<SimWork> work;
   };

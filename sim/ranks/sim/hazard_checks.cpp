@@ -72,33 +72,27 @@ SimWork::~SimWork() {
                         });
 }
 
-void SimGroup::check_arrivals_untouched(const Pending& pending, const OpRequest& first) const {
+uint64_t SimGroup::arrival_hash(const Arrival& arrival, const OpRequest& first) {
   // An all_reduce's members hold one tensor of one size in place: their operands are all of
-  // it. Other collectives read their requests anyway.
-  const bool by_operands = first.kind == OpKind::AllReduce;
-  const size_t bytes = by_operands ? first.inputs[0].nbytes() : 0;
+  // it, and its members' works and requests stay unread. Other collectives read their requests
+  // anyway.
+  if (first.kind == OpKind::AllReduce) {
+    return hash_operands(arrival.operands.input, arrival.operands.output, first.inputs[0].nbytes());
+  }
+  return hash_buffers(arrival.work->request);
+}
+
+void SimGroup::check_arrivals_untouched(const Pending& pending, const OpRequest& first) const {
   for (const Arrival& arrival : pending.arrivals) {
     if (arrival.posted_hash == 0) continue;
-    if (by_operands) {
-      const uint64_t now = hash_operands(arrival.operands.input, arrival.operands.output, bytes);
-      if (now != arrival.posted_hash) arrival.work->check_untouched_since_post(now);
-    } else {
-      arrival.work->check_untouched_since_post();
-    }
+    const uint64_t now = arrival_hash(arrival, first);
+    if (now != arrival.posted_hash) arrival.work->check_untouched_since_post(now);
   }
 }
 
 void SimGroup::rehash_arrivals(const Pending& pending, const OpRequest& first) const {
-  const bool by_operands = first.kind == OpKind::AllReduce;
-  const size_t bytes = by_operands ? first.inputs[0].nbytes() : 0;
   for (const Arrival& arrival : pending.arrivals) {
-    if (arrival.posted_hash == 0) continue;
-    if (by_operands) {
-      arrival.work->buffers_hash =
-          hash_operands(arrival.operands.input, arrival.operands.output, bytes);
-    } else {
-      arrival.work->rehash_buffers();
-    }
+    if (arrival.posted_hash != 0) arrival.work->buffers_hash = arrival_hash(arrival, first);
   }
 }
 
