@@ -47,6 +47,13 @@ class Backend {
   // A communicator for a group made by new_group(); called on every rank of this (world)
   // backend after the members have agreed. Returns nullptr on ranks outside the group.
   virtual std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) = 0;
+  // A communicator of another backend (a backend_names() entry) for a group made by
+  // new_group(ranks, backend); called on every rank of this (world) backend after the members
+  // have agreed. Returns nullptr on ranks outside the group. By default, in real runs, that
+  // backend's world made over the group's members through the job's rendezvous store
+  // (runtime/ranks/real/side_group.cpp); the simulator makes a group under that backend's rules.
+  virtual std::unique_ptr<Backend> create_side_group(const GroupSpec& spec,
+                                                     std::string_view backend);
 
  private:
   std::unique_ptr<OpRequest> scratch_;  // draft()'s, made on first use

@@ -5,6 +5,7 @@
 #include <memory>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ranks {
@@ -39,6 +40,15 @@ class Group {
 // does not matter, as in torch group rank i is the i-th smallest). Ranks outside get a group
 // whose is_member() is false.
 Group new_group(std::vector<int> global_ranks,
+                std::source_location where = std::source_location::current());
+
+// The same, on another backend than the world's (torch's new_group(ranks, backend=...)): a gloo
+// group for CPU tensors and objects in an nccl job, say. The group follows that backend's rules
+// (what it supports, how it fails) in real runs and in the simulator. Its members connect
+// through the job's rendezvous store; a world without one (mpi) gets one from rank 0, its
+// address passed on by a broadcast on the world. The world's own backend gives the same group
+// as the overload above. InvalidArgument for a backend name not in backend_names().
+Group new_group(std::vector<int> global_ranks, std::string_view backend,
                 std::source_location where = std::source_location::current());
 
 }  // namespace ranks

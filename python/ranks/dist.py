@@ -157,12 +157,14 @@ def master_only(func):
 def new_group(ranks=None, timeout=None, backend=None):
     """A group of the given global ranks (all ranks when None); every rank must call it.
 
-    ``backend`` is accepted for torch's signature; the group uses the world's backend.
+    ``backend`` ("gloo", "nccl", "mpi", any case, or torch's ``Backend`` values): the group runs
+    on that backend, under its rules, whatever the world's (a gloo group for CPU objects in an
+    nccl job); None: the world's.
     """
-    del backend
     if not is_distributed():
         return None
-    group = _core.new_group(list(range(get_world_size())) if ranks is None else list(ranks))
+    members = list(range(get_world_size())) if ranks is None else list(ranks)
+    group = _core.new_group(members, None if backend is None else str(backend).lower())
     if timeout is not None and group.is_member:
         group.timeout = _seconds(timeout)
     return group

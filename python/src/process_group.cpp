@@ -82,9 +82,16 @@ void register_process_group(py::module_& m) {
         return "<ranks group " + group.name() + ", rank " + std::to_string(group.rank()) + " of " +
                std::to_string(group.size()) + ">";
       });
-  m.def("new_group", [](std::vector<int> global_ranks) {
-    return new_group(std::move(global_ranks), python_call_site());
-  });
+  m.def(
+      "new_group",
+      [](std::vector<int> global_ranks, std::optional<std::string> backend) {
+        const std::source_location where = python_call_site();
+        return blocking([&] {
+          return backend ? new_group(std::move(global_ranks), *backend, where)
+                         : new_group(std::move(global_ranks), where);
+        });
+      },
+      py::arg("ranks"), py::arg("backend") = py::none());
   m.def("barrier", [](py::handle group) {
     const Group resolved = group_of(group);
     const std::source_location where = python_call_site();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "ranks/capabilities.hpp"
 #include "ranks/detail/dispatch.hpp"
 #include "ranks/errors.hpp"
 
@@ -72,10 +73,18 @@ void Group::set_timeout(std::chrono::milliseconds timeout) {
   }
 }
 
-Group new_group(std::vector<int> global_ranks, std::source_location where) {
+namespace {
+// new_group() on the world's backend (`backend` empty) or on another.
+Group make_group(std::vector<int> global_ranks, std::string_view backend,
+                 std::source_location where) {
   Context& context = current();
   detail::Call call{OpKind::NewGroup, context.world.get(), where};
   std::sort(global_ranks.begin(), global_ranks.end());
+  const auto& names = backend_names();
+  if (!backend.empty() && std::find(names.begin(), names.end(), backend) == names.end()) {
+    throw InvalidArgument(fmt::format("new_group at {}: backend '{}' is not one of {}",
+                                      detail::where_str(where), backend, fmt::join(names, ", ")));
+  }
   if (!context.initialized) {
     // Not distributed: the one process is rank 0 of a world of 1, and a group of it is that
     // world (the default group: its ops are the no-ops of the non-distributed fallbacks).
@@ -87,6 +96,7 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
     }
     return Group();
   }
+  if (backend == context.world->backend_name) backend = {};
   if (global_ranks.empty()) detail::fail(call, "the member list is empty");
   if (std::adjacent_find(global_ranks.begin(), global_ranks.end()) != global_ranks.end()) {
     detail::fail(call,
@@ -102,10 +112,10 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
   std::string name = occurrence == 1 ? base : fmt::format("{}#{}", base, occurrence);
 
   // Every rank of the world takes part, so a rank that skips new_group() or passes other members
-  // is caught here rather than hanging in the new group's first collective.
+  // (or another backend) is caught here rather than hanging in the new group's first collective.
   OpRequest agree;
   agree.kind = OpKind::NewGroup;
-  agree.extra = fnv1a(name);
+  agree.extra = fnv1a(backend.empty() ? name : fmt::format("{} on {}", name, backend));
   agree.blocking = true;
   detail::dispatch(*context.world, std::move(agree), where).wait();
 
@@ -114,11 +124,27 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
   impl->spec = GroupSpec{
       std::make_shared<const std::vector<int>>(global_ranks),
       self == global_ranks.end() ? -1 : static_cast<int>(self - global_ranks.begin()), name};
-  impl->backend_name = context.world->backend_name;
-  impl->capabilities = context.world->capabilities;
   impl->timeout = context.world->timeout;
-  impl->backend = context.world->backend->create_subgroup(impl->spec);
+  if (backend.empty()) {
+    impl->backend_name = context.world->backend_name;
+    impl->capabilities = context.world->capabilities;
+    impl->backend = context.world->backend->create_subgroup(impl->spec);
+  } else {
+    impl->backend_name = backend;
+    impl->capabilities = &capabilities(backend);
+    impl->backend = context.world->backend->create_side_group(impl->spec, backend);
+  }
   return Group(std::move(impl));
+}
+}  // namespace
+
+Group new_group(std::vector<int> global_ranks, std::source_location where) {
+  return make_group(std::move(global_ranks), {}, where);
+}
+
+Group new_group(std::vector<int> global_ranks, std::string_view backend,
+                std::source_location where) {
+  return make_group(std::move(global_ranks), backend, where);
 }
 
 }  // namespace ranks

@@ -133,8 +133,32 @@ def groups():
     dist.barrier()
 
 
+def side_groups():
+    """A gloo group beside the world, whatever the world's backend (torch's new_group(backend=)):
+    the whole world, then the odd ranks."""
+    rank, world = dist.get_dist_info()
+    cpu = dist.new_group(backend="GLOO")
+    assert dist.get_backend(cpu) == "gloo" and dist.get_world_size(cpu) == world
+    t = torch.tensor([rank + 1, 2 * rank], dtype=torch.int64)
+    dist.all_reduce(t, group=cpu)
+    assert t.tolist() == [world * (world + 1) // 2, world * (world - 1)], t
+    names = dist.all_gather_object({"rank": rank, "name": f"r{rank}"}, group=cpu)
+    assert names == [{"rank": r, "name": f"r{r}"} for r in range(world)], names
+    if world == 1:
+        return
+    odds = dist.new_group([r for r in range(world) if r % 2 == 1], backend="gloo")
+    if rank % 2 == 1:
+        assert dist.get_rank(odds) == rank // 2
+        v = np.array([float(rank)])
+        dist.all_reduce(v, "max", group=odds)
+        assert v.tolist() == [float(max(r for r in range(world) if r % 2 == 1))], v
+    else:
+        assert dist.get_rank(odds) == -1
+    dist.barrier()
+
+
 def run_all(tmpdir):
     for body in (tensor_all_reduce, tensor_broadcast_gather, torch_style_ops, point_to_point,
-                 async_work, objects, groups):
+                 async_work, objects, groups, side_groups):
         body()
     collect_results(tmpdir)

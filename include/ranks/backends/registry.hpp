@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,11 +22,16 @@ struct WorldSetup {
   int local_rank = 0;            // the device for nccl
   std::shared_ptr<Store> store;  // rendezvous (null for mpi, which mpirun wires up)
   std::chrono::milliseconds timeout{0};
+  // A group of new_group(ranks, backend) (Backend::create_side_group): the communicator is made
+  // over its members only, rank and world_size above still being the process's in the world.
+  // create_world returns null on a rank outside it, after taking whatever part in making it the
+  // backend needs (mpi splits its world: every rank calls). Unset: the world.
+  std::optional<GroupSpec> group;
 };
 
-// The world group of a backend made from setup, after the checks every backend makes: a store
-// for `store_use` (what the backend needs it for) and a rank inside the world size.
-// InvalidArgument naming `backend` otherwise.
+// The group a backend makes from setup (the world, or setup.group), after the checks every
+// backend makes: a store for `store_use` (what the backend needs it for) and a rank inside the
+// world size. InvalidArgument naming `backend` otherwise.
 GroupSpec world_spec(std::string_view backend, const WorldSetup& setup, std::string_view store_use);
 
 // The backends compiled into this library ("gloo", "mpi", "nccl"), in that order.

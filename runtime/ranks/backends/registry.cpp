@@ -108,6 +108,7 @@ GroupSpec world_spec(std::string_view backend, const WorldSetup& setup,
     throw InvalidArgument(fmt::format("{} backend: rank {} is out of range for world size {}",
                                       backend, setup.rank, setup.world_size));
   }
+  if (setup.group) return *setup.group;
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(setup.world_size));
   std::iota(members->begin(), members->end(), 0);
   return GroupSpec{std::move(members), setup.rank, "world"};

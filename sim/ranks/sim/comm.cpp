@@ -92,10 +92,11 @@ BlockInfo SimWork::info() const {
   return info;
 }
 
-SimGroup::SimGroup(Engine& engine, GroupSpec spec)
+SimGroup::SimGroup(Engine& engine, GroupSpec spec, const BackendCapabilities& rules)
     : engine_(engine),
       spec_(std::move(spec)),
-      matches_tags_(capabilities(engine.options().backend).matches_tags),
+      rules_(rules),
+      matches_tags_(rules.matches_tags),
       mailboxes_(spec_.global_ranks().size()) {}
 
 inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
@@ -268,7 +269,7 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
         "mismatched point-to-point on group '{}': {} ignores tags, so rank {}'s send (tag {}) at "
         "{} pairs with rank {}'s next receive from it, which expects tag {} at {}; post sends and "
         "receives between two ranks in the same order",
-        name(), engine_.options().backend, global_rank(send.group_rank), send.request.tag,
+        name(), rules_.backend, global_rank(send.group_rank), send.request.tag,
         where_str(send.request.where), global_rank(recv.group_rank), recv.request.tag,
         where_str(recv.request.where))));
   } else if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
@@ -401,7 +402,7 @@ void SimGroup::close(std::vector<std::string>& unfinished) {
 }
 
 void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
-  const BackendCapabilities& rules = capabilities(engine_.options().backend);
+  const BackendCapabilities& rules = rules_;
   const AfterTimeout rule = rules.after_timeout;
   if (rule != AfterTimeout::GroupClosed) {
     if (rule == AfterTimeout::RanksCollectivesRefused && is_point_to_point(timed_out.op())) {
@@ -452,7 +453,7 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
 }
 
 void SimGroup::check_refusal(int rank, const OpRequest& request) const {
-  const BackendCapabilities& rules = capabilities(engine_.options().backend);
+  const BackendCapabilities& rules = rules_;
   const ranks::detail::OpPlace place = ranks::detail::place_of(request, name());
   // What the group was left by the timeout, and what that leaves of this op.
   auto failed_earlier = [&](const std::string& why) {
@@ -477,9 +478,10 @@ std::vector<std::string> GroupRegistry::close_all() {
   return unfinished;
 }
 
-std::shared_ptr<SimGroup> GroupRegistry::get(const GroupSpec& spec) {
+std::shared_ptr<SimGroup> GroupRegistry::get(const GroupSpec& spec,
+                                             const BackendCapabilities& rules) {
   auto [it, inserted] = groups_.try_emplace(spec.name);
-  if (inserted) it->second = std::make_shared<SimGroup>(engine_, spec);
+  if (inserted) it->second = std::make_shared<SimGroup>(engine_, spec, rules);
   return it->second;
 }
 
@@ -542,8 +544,15 @@ Work SimComm::submit(OpRequest&& request) {
 
 std::unique_ptr<Backend> SimComm::create_subgroup(const GroupSpec& spec) {
   if (spec.rank < 0) return nullptr;
-  return std::make_unique<SimComm>(engine_, registry_, registry_.get(spec), spec.rank,
-                                   global_rank_);
+  return std::make_unique<SimComm>(engine_, registry_, registry_.get(spec, group_->rules()),
+                                   spec.rank, global_rank_);
+}
+
+std::unique_ptr<Backend> SimComm::create_side_group(const GroupSpec& spec,
+                                                    std::string_view backend) {
+  if (spec.rank < 0) return nullptr;
+  return std::make_unique<SimComm>(engine_, registry_, registry_.get(spec, capabilities(backend)),
+                                   spec.rank, global_rank_);
 }
 
 }  // namespace ranks::sim::detail

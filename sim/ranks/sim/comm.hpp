@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ranks/backend.hpp"
+#include "ranks/capabilities.hpp"
 #include "ranks/detail/line_aligned.hpp"
 #include "ranks/sim/engine.hpp"
 #include "ranks/sim/hazards.hpp"
@@ -118,8 +119,11 @@ struct OperandBytes {
 // One simulated group, shared by all its members.
 class SimGroup {
  public:
-  SimGroup(Engine& engine, GroupSpec spec);
+  // `rules`: the backend the group emulates, the run's or, for new_group(ranks, backend), that
+  // one's.
+  SimGroup(Engine& engine, GroupSpec spec, const BackendCapabilities& rules);
   const std::string& name() const { return spec_.name; }
+  const BackendCapabilities& rules() const { return rules_; }
   int size() const { return spec_.size(); }
   int global_rank(int group_rank) const {
     return (*spec_.members)[static_cast<size_t>(group_rank)];
@@ -205,6 +209,7 @@ class SimGroup {
 
   Engine& engine_;
   GroupSpec spec_;
+  const BackendCapabilities& rules_;
   bool matches_tags_;
   bool closed_ = false;
   bool refusing_ = false;
@@ -235,7 +240,8 @@ class SimGroup {
 class GroupRegistry {
  public:
   explicit GroupRegistry(Engine& engine) : engine_(engine) {}
-  std::shared_ptr<SimGroup> get(const GroupSpec& spec);
+  // The group named spec.name, made under `rules` by its first member to ask.
+  std::shared_ptr<SimGroup> get(const GroupSpec& spec, const BackendCapabilities& rules);
   // SimGroup::close for every group of the run.
   std::vector<std::string> close_all();
 
@@ -255,6 +261,8 @@ class alignas(64) SimComm final : public Backend, public ranks::detail::LineAlig
   OpRequest& draft() override;
   Work submit(OpRequest&& request) override;
   std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) override;
+  std::unique_ptr<Backend> create_side_group(const GroupSpec& spec,
+                                             std::string_view backend) override;
 
  private:
   // The work draft() handed out, until submit() starts it. One left by an op whose checks

@@ -132,7 +132,7 @@ Report Engine::run(const std::function<void()>& body) {
   auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
   std::iota(everyone->begin(), everyone->end(), 0);
   GroupSpec world_spec{std::move(everyone), -1, "world"};
-  std::shared_ptr<SimGroup> world = registry.get(world_spec);
+  std::shared_ptr<SimGroup> world = registry.get(world_spec, ranks::capabilities(options_.backend));
 
   for (int r = 0; r < world_size; ++r) {
     Context& context = ranks_[static_cast<size_t>(r)]->context;

@@ -336,6 +336,7 @@ class GlooBackend final : public Backend {
 
 std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   GroupSpec spec = world_spec("gloo", setup, "for rendezvous");
+  if (spec.rank < 0) return nullptr;  // a side group this rank is not in
   const auto timeout = setup.timeout.count() > 0 ? setup.timeout : detail::kDefaultTimeout;
   detail::ignore_sigpipe();
   detail::report_network_thread_failures();

@@ -140,7 +140,10 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   std::iota(members->begin(), members->end(), 0);
   auto comm = std::make_shared<Comm>(duplicate(MPI_COMM_WORLD), "world", std::move(members), rank);
   comm->default_timeout = setup.timeout;
-  return std::make_unique<MpiBackend>(std::move(comm));
+  auto world = std::make_unique<MpiBackend>(std::move(comm));
+  // A side group: split from the world, in which every rank takes part.
+  if (setup.group) return world->create_subgroup(*setup.group);
+  return world;
 }
 
 }  // namespace ranks::backends::mpi

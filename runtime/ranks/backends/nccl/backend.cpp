@@ -133,6 +133,7 @@ class NcclBackend final : public Backend {
 
 std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   GroupSpec spec = world_spec("nccl", setup, "to exchange NCCL's unique id");
+  if (spec.rank < 0) return nullptr;  // a side group this rank is not in
   const std::string who = fmt::format("nccl backend: rank {} of {} (local rank {})", setup.rank,
                                       setup.world_size, setup.local_rank);
   if (ranks::detail::cuda_is_host_memory()) {
