@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's figures, in one run on this machine: simulated ranks at scale
-# (reports/python_sim.py) and the real per-call cost against the C++ API and torch.distributed
-# (reports/python_overhead.py, over gloo under ranks run and over mpi under mpirun).
+# (reports/python_sim.py), what an object's payload costs to make and read (reports/python_codec.py),
+# and the real per-call cost against the C++ API and torch.distributed (reports/python_overhead.py,
+# over gloo under ranks run and over mpi under mpirun).
 #   reports/python.sh [BUILD_DIR]          writes reports/python.txt
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,6 +19,9 @@ python=/usr/bin/python3
   for run in "1024 0" "1024 1000" "10000 0" "10000 20"; do
     $python "$root/reports/python_sim.py" $run
   done
+  echo
+  echo "## object payloads, one process (pickle vs the marshal path for plain values)"
+  $python "$root/reports/python_codec.py"
   echo
   echo "## real, gloo, 2 processes (ranks run)"
   "$build/tools/ranks" run -n 2 -- $python "$root/reports/python_overhead.py" | sed 's/^\[rank 0\] //'

@@ -6,8 +6,9 @@ loop's median time per call over the rounds:
 
   - all_reduce of 8 bytes (2 x float32, in place): ranks.dist.all_reduce, the C++ API's
     ranks::all_reduce in a C++ loop on the same tensor, torch.distributed.all_reduce;
-  - all_gather_object of a 10,000-entry dict (str -> list of 8 floats): ranks.dist vs
-    torch.distributed.
+  - all_gather_object of two 10,000-entry dicts, ranks.dist vs torch.distributed: the anchors'
+    dict {"k<i>": i} (../shared/anchors/torch_allreduce.py measured torch on it), and one of
+    str -> list of 8 floats (C++'s object workload, reports/objects.md).
 
     ranks run -n 2 -- /usr/bin/python3 reports/python_overhead.py [--rounds 7] [--iters 2000]
     RANKS_BACKEND=mpi mpirun -np 2 /usr/bin/python3 reports/python_overhead.py --backend mpi
@@ -54,16 +55,21 @@ def main():
                           world_size=world)
 
     small = torch.zeros(2)
-    metrics = {f"k{i}": [0.5 * i] * 8 for i in range(args.entries)}
+    anchor = {f"k{i}": i for i in range(args.entries)}
+    metrics = {f"k{i}": [0.5 * i + j for j in range(8)] for i in range(args.entries)}
     out = [None] * world
 
-    def torch_objects(n):
-        for _ in range(n):
-            td.all_gather_object(out, metrics)
+    def torch_objects(payload):
+        def loop(n):
+            for _ in range(n):
+                td.all_gather_object(out, payload)
+        return loop
 
-    def ranks_objects(n):
-        for _ in range(n):
-            dist.all_gather_object(metrics)
+    def ranks_objects(payload):
+        def loop(n):
+            for _ in range(n):
+                dist.all_gather_object(payload)
+        return loop
 
     loops = {
         "all_reduce 8 B: ranks.dist (Python)": (
@@ -72,9 +78,14 @@ def main():
             lambda n: core.cpp_all_reduce_loop(small, n), args.iters),
         "all_reduce 8 B: torch.distributed": (
             lambda n: [td.all_reduce(small) for _ in range(n)], args.iters),
-        f"all_gather_object dict {args.entries}: ranks.dist": (ranks_objects, args.object_iters),
-        f"all_gather_object dict {args.entries}: torch.distributed": (
-            torch_objects, args.object_iters),
+        f"all_gather_object anchor dict {args.entries}: ranks.dist": (
+            ranks_objects(anchor), args.object_iters),
+        f"all_gather_object anchor dict {args.entries}: torch.distributed": (
+            torch_objects(anchor), args.object_iters),
+        f"all_gather_object floats dict {args.entries}: ranks.dist": (
+            ranks_objects(metrics), args.object_iters),
+        f"all_gather_object floats dict {args.entries}: torch.distributed": (
+            torch_objects(metrics), args.object_iters),
     }
     times = {name: [] for name in loops}
     for _ in range(args.rounds):
@@ -90,8 +101,10 @@ def main():
         names = list(median)
         print(f"{'Python over the C++ API (all_reduce 8 B)':55s} "
               f"{(median[names[0]] - median[names[1]]) * 1e6:12.1f} us")
-        print(f"{'torch / ranks.dist (all_gather_object)':55s} "
+        print(f"{'torch / ranks.dist (all_gather_object, anchor dict)':55s} "
               f"{median[names[4]] / median[names[3]]:12.2f} x")
+        print(f"{'torch / ranks.dist (all_gather_object, floats dict)':55s} "
+              f"{median[names[6]] / median[names[5]]:12.2f} x")
     td.destroy_process_group()
 
 

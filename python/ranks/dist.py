@@ -4,8 +4,10 @@ work handles, over ranks' C++ runtime: real gloo, mpi and nccl processes, or sim
 
 Tensors are torch tensors (CPU or CUDA) or numpy arrays, shared with the runtime through DLPack:
 in-place collectives write into the caller's memory, nothing is copied on the way in. Objects
-travel pickled, as in MMEngine and torch: a peer's payload is trusted exactly as ``pickle.loads``
-trusts its input, so run jobs only with peers you trust.
+travel pickled, as in MMEngine and torch, or, when made only of plain built-in values (dict,
+list, tuple, set, str, bytes, int, float, bool, None), in CPython's faster marshal format: a
+peer's payload is trusted exactly as ``pickle.loads`` trusts its input, so run jobs only with
+peers you trust.
 
 Where MMEngine has a trap, this module does what ranks' C++ API does (docs/python.md lists them):
 ``src``/``dst`` are ranks within ``group`` everywhere; ``collect_results`` keeps ``None`` results;
@@ -66,8 +68,13 @@ def _from_capsule(capsule, like):
 
 
 def _dumps(value, api):
+    """``value`` as the bytes an object collective carries: marshal for plain values, else
+    pickle (python/src/plain_objects.cpp says why, and how a receiver tells them apart)."""
+    plain = _core.marshal_plain(value)
+    if plain is not None:
+        return plain
     try:
-        return pickle.dumps(value)
+        return pickle.dumps(value, protocol=pickle.DEFAULT_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError) as error:
         raise InvalidArgument(f"{api}: the object cannot be pickled: {error}") from error
 
@@ -284,27 +291,21 @@ def broadcast_object_list(data, src=0, group=None):
     mine = [_dumps(item, "broadcast_object_list") for item in data] if get_rank(group) == src else []
     received = _core.broadcast_object_list(mine, src, group)
     if get_rank(group) != src:
-        data[:] = [pickle.loads(item) for item in received]
+        data[:] = received
 
 
 def all_gather_object(data, group=None):
     """Every member's picklable ``data``, in group-rank order."""
     if get_world_size(group) <= 1:
         return [data]
-    parts = _core.all_gather_object(_dumps(data, "all_gather_object"), group)
-    mine = get_rank(group)
-    return [data if i == mine else pickle.loads(part) for i, part in enumerate(parts)]
+    return _core.all_gather_object(_dumps(data, "all_gather_object"), data, group)
 
 
 def gather_object(data, dst=0, group=None):
     """Every member's picklable ``data`` on ``dst``; None elsewhere."""
     if get_world_size(group) <= 1:
         return [data]
-    parts = _core.gather_object(_dumps(data, "gather_object"), dst, group)
-    if parts is None:
-        return None
-    mine = get_rank(group)
-    return [data if i == mine else pickle.loads(part) for i, part in enumerate(parts)]
+    return _core.gather_object(_dumps(data, "gather_object"), data, dst, group)
 
 
 def all_reduce_dict(data, op="sum", group=None):
@@ -327,11 +328,8 @@ def collect_results(results, size, device="cpu", tmpdir=None):
         raise NotImplementedError(f"device must be 'cpu' or 'gpu', but got {device}")
     if get_world_size() <= 1:
         return results[:size]
-    collected = _core.collect_results([_dumps(item, "collect_results") for item in results], size,
-                                      device, None if tmpdir is None else str(tmpdir))
-    if collected is None:
-        return None
-    return [pickle.loads(item) for item in collected]
+    return _core.collect_results([_dumps(item, "collect_results") for item in results], size,
+                                 device, None if tmpdir is None else str(tmpdir))
 
 
 def collect_results_cpu(result_part, size, tmpdir=None):

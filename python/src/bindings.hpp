@@ -20,6 +20,12 @@ void register_errors(py::module_& m);
 void register_process_group(py::module_& m);
 void register_ops(py::module_& m);
 void register_objects(py::module_& m);
+void register_plain_objects(py::module_& m);
+
+// The object of a payload an object collective carried (pickle, or marshal for plain values:
+// plain_objects.cpp); `from` names its sender in errors. Corrupt marshal streams are refused
+// before CPython reads them.
+py::object load_payload(std::span<const uint8_t> payload, std::string_view from);
 void register_simulator(py::module_& m);
 
 // The Python line that called into ranks: the innermost frame outside the ranks package

@@ -10,6 +10,7 @@ PYBIND11_MODULE(_core, m) {
   register_process_group(m);
   register_ops(m);
   register_objects(m);
+  register_plain_objects(m);
   register_simulator(m);
   m.def("set_package_directory", &set_package_directory);
 }

@@ -3,6 +3,9 @@ ranks (test_simulated.py, under every backend's rules) and as real processes (ru
 `ranks run`, mpirun and torchrun). Each body runs in an initialised world and checks its results
 against values computed here from the rank and world size alone."""
 
+import collections
+import math
+
 import numpy as np
 import torch
 
@@ -107,6 +110,55 @@ def objects():
     assert d["acc"].tolist() == [1.0, sum(range(world)) / world], d
 
 
+def _typed_values(rank):
+    """Values whose types must come back exactly: plain ones (marshalled) and ones that only
+    pickle keeps (numpy values, bytearray, dict subclasses), built from the rank alone."""
+    shared = [rank, "shared"]
+    cyclic = [rank]
+    cyclic.append(cyclic)
+    return {
+        "plain": {"int": rank, "bool": rank % 2 == 0, "big": 2**100 + rank, "float": rank / 4,
+                  "neg_zero": -0.0, "nan": float("nan"), "complex": complex(rank, 1),
+                  "str": f"r{rank} é", "bytes": bytes([rank, 255]), "none": None,
+                  "tuple": (rank, (rank,)), "list": [rank, [rank]], "set": {rank, -rank - 1},
+                  "frozenset": frozenset({rank})},
+        "shared": [shared, shared],
+        "cyclic": cyclic,
+        "pickled": {"array": np.arange(3, dtype=np.int16) + rank, "scalar": np.float64(rank),
+                    "bytearray": bytearray(b"ab"),
+                    "ordered": collections.OrderedDict([("b", rank), ("a", 0)])},
+    }
+
+
+def _same(a, b):
+    """Equal, with the same type at every level (nan equal to nan)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.tolist() == b.tolist()
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def object_types():
+    rank, world = dist.get_dist_info()
+    got = dist.all_gather_object(_typed_values(rank))
+    for r, value in enumerate(got):
+        want = _typed_values(r)
+        for key in ("plain", "pickled"):
+            assert _same(value[key], want[key]), (r, key, value[key], want[key])
+        assert value["shared"][0] is value["shared"][1] and value["shared"][0] == [r, "shared"]
+        assert value["cyclic"][1] is value["cyclic"] and value["cyclic"][0] == r
+    at_root = dist.gather_object(_typed_values(rank)["plain"], dst=0)
+    if rank == 0:
+        assert all(_same(v, _typed_values(r)["plain"]) for r, v in enumerate(at_root)), at_root
+
+
 def collect_results(tmpdir):
     rank, world = dist.get_dist_info()
     part = [rank + world * i for i in range(3)] + [None]
@@ -159,6 +211,6 @@ def side_groups():
 
 def run_all(tmpdir):
     for body in (tensor_all_reduce, tensor_broadcast_gather, torch_style_ops, point_to_point,
-                 async_work, objects, groups, side_groups):
+                 async_work, objects, object_types, groups, side_groups):
         body()
     collect_results(tmpdir)
