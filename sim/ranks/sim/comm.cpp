@@ -95,9 +95,9 @@ BlockInfo SimWork::info() const {
 SimGroup::SimGroup(Engine& engine, GroupSpec spec, const BackendCapabilities& rules)
     : engine_(engine),
       spec_(std::move(spec)),
-      rules_(rules),
       matches_tags_(rules.matches_tags),
-      mailboxes_(spec_.global_ranks().size()) {}
+      mailboxes_(spec_.global_ranks().size()),
+      rules_(rules) {}
 
 inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
   const OpRequest& request = work->request;

@@ -209,7 +209,6 @@ class SimGroup {
 
   Engine& engine_;
   GroupSpec spec_;
-  const BackendCapabilities& rules_;
   bool matches_tags_;
   bool closed_ = false;
   bool refusing_ = false;
@@ -234,6 +233,9 @@ class SimGroup {
   std::vector<const OpRequest*> request_scratch_;
   std::vector<OperandBytes> operand_scratch_;
   std::vector<Mailbox> mailboxes_;
+  // Last: read only on the rare paths (refusals, timeouts, buffering, messages), so the fields
+  // every op reads keep their places.
+  const BackendCapabilities& rules_;
 };
 
 // All groups of one run, by name, so that every member's SimComm finds the same SimGroup.
