@@ -26,6 +26,9 @@ python=/usr/bin/python3
   echo "## real, gloo, 2 processes (ranks run)"
   "$build/tools/ranks" run -n 2 -- $python "$root/reports/python_overhead.py" | sed 's/^\[rank 0\] //'
   echo
+  echo "## real, gloo, 2 processes (ranks run), the binding alone: no torch in the processes"
+  "$build/tools/ranks" run -n 2 -- $python "$root/reports/python_binding_gloo.py" | sed 's/^\[rank 0\] //'
+  echo
   echo "## real, mpi, 2 processes (mpirun)"
   mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH -x OMP_NUM_THREADS \
     $python "$root/reports/python_overhead.py" --backend mpi --iters 5000
