@@ -28,12 +28,20 @@ namespace ranks::object {
 inline constexpr uint64_t head_preamble_bytes = 16;
 inline constexpr uint64_t eager_bytes = 1024 - head_preamble_bytes;
 
+// Host memory an exchange writes into, given back when freed to the calling thread's spares for
+// its next exchange (exchange.cpp says why).
+struct BlockRelease {
+  size_t bytes = 0;
+  void operator()(uint8_t* block) const;
+};
+using Block = std::unique_ptr<uint8_t[], BlockRelease>;
+
 // Every member's `each` bytes after a gather, in host memory, in group-rank order. On the cpu
 // they were received straight into back-to-back slots of one block (gloo and MPI gather into one
 // buffer: no staging block, no copy out of it); from a GPU comm device they are host copies.
 struct Slots {
-  std::unique_ptr<uint8_t[]> block;  // the slots' memory, on the cpu
-  std::vector<Tensor> tensors;       // one per member (none on a gather's non-root)
+  Block block;                  // the slots' memory, on the cpu
+  std::vector<Tensor> tensors;  // one per member (none on a gather's non-root)
 };
 
 // The payloads of a group's members, in group-rank order, in host memory. They stay in the
