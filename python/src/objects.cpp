@@ -94,6 +94,7 @@ std::optional<py::list> gathered(const char* api, const py::bytes& payload, py::
     out.append(own);
     return out;
   }
+  object::KeepExchangeBlocks keep;  // outlives parts, whose blocks it keeps for the next call
   std::optional<object::Parts> parts;
   blocking([&] {
     ranks::detail::ObjectCallScope call(api, group, where);

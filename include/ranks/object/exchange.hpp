@@ -28,13 +28,28 @@ namespace ranks::object {
 inline constexpr uint64_t head_preamble_bytes = 16;
 inline constexpr uint64_t eager_bytes = 1024 - head_preamble_bytes;
 
-// Host memory an exchange writes into, given back when freed to the calling thread's spares for
-// its next exchange (exchange.cpp says why).
+// Host memory an exchange writes into; a large block goes back when freed to the calling
+// thread's spares for its next exchange (exchange.cpp says why).
 struct BlockRelease {
-  size_t bytes = 0;
+  size_t bytes = 0;  // of a mapped block; 0: from malloc
   void operator()(uint8_t* block) const;
 };
 using Block = std::unique_ptr<uint8_t[], BlockRelease>;
+
+// While one lives, this thread's exchanges take their large blocks from the thread's spares and
+// give them back (exchange.cpp; at most two of up to 64 MiB, kept for the thread's life),
+// instead of taking them from malloc and freeing them each call. For callers whose decoding
+// makes few malloc'd objects (the Python package: CPython allocates its own): there it spares a
+// page fault per page of every block. A C++ decode of many small nodes (a std::map of strings)
+// runs faster without it: glibc compacts its heap when the exchange's blocks come and go, and
+// its small allocations find room at once.
+class KeepExchangeBlocks {
+ public:
+  KeepExchangeBlocks();
+  ~KeepExchangeBlocks();
+  KeepExchangeBlocks(const KeepExchangeBlocks&) = delete;
+  KeepExchangeBlocks& operator=(const KeepExchangeBlocks&) = delete;
+};
 
 // Every member's `each` bytes after a gather, in host memory, in group-rank order. On the cpu
 // they were received straight into back-to-back slots of one block (gloo and MPI gather into one

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
+#include <new>
 #include <utility>
 
 #include "ranks/capabilities.hpp"
@@ -23,25 +26,42 @@ namespace {
 // program's own any-source receives on tag 0 can never take one.
 constexpr int object_tag = 32766;
 
-// The blocks an exchange writes into (the heads it sends, the slots it receives into) are kept
-// by the thread when freed, the two largest up to kSpareBytes each, and taken again by its next
-// exchange: glibc gives freed blocks of this size back to the kernel, and writing into fresh
-// pages costs a fault per page (10-20 µs each on a virtual machine; an 870 KB all_gather_object
-// of two ranks took 18.8 ms so, 1.1 ms without). A block is taken, not shared: a simulated rank
+// The blocks an exchange writes into (the heads it sends, the slots it receives into): from
+// malloc, unless a KeepExchangeBlocks lives on the thread; then, from kMappedBytes up, pages
+// mapped for them alone and kept by the thread when freed, the two largest up to kSpareBytes
+// each, for its next exchange. Freed memory of that size goes
+// back to the kernel, and writing into fresh pages costs a fault per page (10-20 µs each on a
+// virtual machine: an 870 KB all_gather_object of two Python ranks took 18.8 ms so, 1.1 ms
+// without). Mapped apart from malloc's heap, the kept blocks leave glibc's own adaptation to the
+// program's large allocations (which they upset as malloc'd blocks: a C++ all_gather_object of a
+// 10,000-entry map took twice as long) as it was. A block is taken, not shared: a simulated rank
 // that waits inside an exchange holds its own, and the others on its thread find other spares or
-// make new blocks. This is a cache of memory, not state of a rank.
+// map new blocks. This is a cache of memory, not state of a rank.
+constexpr size_t kMappedBytes = size_t{128} << 10;
 constexpr size_t kSpareBytes = size_t{64} << 20;
+
 struct Spares {
+  int keepers = 0;  // KeepExchangeBlocks alive on the thread
   std::array<uint8_t*, 2> blocks{};
   std::array<size_t, 2> bytes{};
   ~Spares() {
-    for (uint8_t* block : blocks) delete[] block;
+    for (int i = 0; i < 2; ++i) {
+      if (blocks[i] != nullptr) ::munmap(blocks[i], bytes[i]);
+    }
   }
 };
 thread_local Spares spares;
 
+size_t whole_pages(size_t bytes) {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
 // At least `bytes` of uninitialized host memory: the smallest spare that holds them, else new.
 Block take_block(size_t bytes) {
+  if (bytes < kMappedBytes || spares.keepers == 0) {
+    return Block(new uint8_t[std::max<size_t>(bytes, 1)], BlockRelease{0});
+  }
   int best = -1;
   for (int i = 0; i < 2; ++i) {
     if (spares.blocks[i] != nullptr && spares.bytes[i] >= bytes &&
@@ -49,9 +69,14 @@ Block take_block(size_t bytes) {
       best = i;
     }
   }
-  if (best < 0) return Block(new uint8_t[std::max<size_t>(bytes, 1)], BlockRelease{bytes});
-  const size_t held = std::exchange(spares.bytes[best], 0);
-  return Block(std::exchange(spares.blocks[best], nullptr), BlockRelease{held});
+  if (best >= 0) {
+    const size_t held = std::exchange(spares.bytes[best], 0);
+    return Block(std::exchange(spares.blocks[best], nullptr), BlockRelease{held});
+  }
+  const size_t mapped = whole_pages(bytes);
+  void* block = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (block == MAP_FAILED) throw std::bad_alloc();
+  return Block(static_cast<uint8_t*>(block), BlockRelease{mapped});
 }
 
 // A uint8 tensor over bytes on the comm device: the bytes themselves on the CPU, a copy on a GPU.
@@ -186,14 +211,23 @@ ranks::detail::GroupImpl& impl_of(const Group& group) {
 
 }  // namespace
 
+KeepExchangeBlocks::KeepExchangeBlocks() { ++spares.keepers; }
+
+// The spares stay when the last keeper goes: the next one's exchanges are what they are for.
+KeepExchangeBlocks::~KeepExchangeBlocks() { --spares.keepers; }
+
 void BlockRelease::operator()(uint8_t* block) const {
-  // Kept in place of the smaller spare (or an empty one) when not too large, else freed.
-  const int smaller = spares.bytes[0] <= spares.bytes[1] ? 0 : 1;
-  if (bytes > kSpareBytes || bytes <= spares.bytes[smaller]) {
+  if (bytes == 0) {  // from malloc
     delete[] block;
     return;
   }
-  delete[] spares.blocks[smaller];
+  // Kept in place of the smaller spare (or an empty one) when not too large, else unmapped.
+  const int smaller = spares.bytes[0] <= spares.bytes[1] ? 0 : 1;
+  if (spares.keepers == 0 || bytes > kSpareBytes || bytes <= spares.bytes[smaller]) {
+    ::munmap(block, bytes);
+    return;
+  }
+  if (spares.blocks[smaller] != nullptr) ::munmap(spares.blocks[smaller], spares.bytes[smaller]);
   spares.blocks[smaller] = block;
   spares.bytes[smaller] = bytes;
 }
