@@ -22,8 +22,8 @@ namespace {
 using Pickles = std::vector<std::string>;
 
 // Decoding makes containers and no garbage: Python's cyclic collector, which would run every 700
-// of them and walk the whole heap as they age (with torch imported, a hundred thousand objects:
-// decoding took twice as long), waits until the decoded objects are complete.
+// of them and walk the whole heap as they age (torch's objects included), waits until the
+// decoded objects are complete.
 class NoCollection {
  public:
   NoCollection() : enabled_(PyGC_Disable() == 1) {}

@@ -1,13 +1,13 @@
 // The object collectives' fast path: an object made only of Python's plain built-in values
 // travels as CPython's marshal format (version 4) instead of pickle. Marshal writes and reads
-// these types in C without pickle's opcode machinery and memo (the 10,000-entry dicts of an
-// evaluation's metrics: a half to a third of pickle's time), keeps shared and self-referencing
-// containers as they were, and its format for them has not changed since Python 3.4.
+// these types in C without pickle's opcode machinery and memo (faster for an evaluation's
+// metrics dicts: reports/python.md), and its format for them has not changed since Python 3.4.
 //
 // Marshal is faithful only for the exact types below: it refuses subclasses, but writes any
 // object with the buffer protocol (a numpy array or scalar, bytearray, memoryview) as bytes, and
 // it writes code objects, which pickle refuses. So an object goes this way only when every value
-// reachable from it has one of these exact types; anything else goes through pickle, as in
+// reachable from it has one of these exact types and no container is reached twice (all_plain);
+// anything else goes through pickle, as in
 // MMEngine and torch. A payload's first byte tells the two apart: pickle's protocol 2 and up
 // opens with PROTO (0x80), which no marshal stream begins with (type codes are ASCII letters and
 // signs, with 0x80 only as a flag on them). A marshal payload from a peer is checked

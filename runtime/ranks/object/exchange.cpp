@@ -30,11 +30,9 @@ constexpr int object_tag = 32766;
 // malloc, unless a KeepExchangeBlocks lives on the thread; then, from kMappedBytes up, pages
 // mapped for them alone and kept by the thread when freed, the two largest up to kSpareBytes
 // each, for its next exchange. Freed memory of that size goes
-// back to the kernel, and writing into fresh pages costs a fault per page (10-20 µs each on a
-// virtual machine: an 870 KB all_gather_object of two Python ranks took 18.8 ms so, 1.1 ms
-// without). Mapped apart from malloc's heap, the kept blocks leave glibc's own adaptation to the
-// program's large allocations (which they upset as malloc'd blocks: a C++ all_gather_object of a
-// 10,000-entry map took twice as long) as it was. A block is taken, not shared: a simulated rank
+// back to the kernel, and writing into fresh pages costs a fault per page, which on a virtual
+// machine outweighs the exchange itself (reports/python.md). Mapped apart from malloc's heap, the
+// kept blocks leave glibc's own handling of the program's other large allocations as it was. A block is taken, not shared: a simulated rank
 // that waits inside an exchange holds its own, and the others on its thread find other spares or
 // map new blocks. This is a cache of memory, not state of a rank.
 constexpr size_t kMappedBytes = size_t{128} << 10;
