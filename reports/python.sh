@@ -20,7 +20,7 @@ python=/usr/bin/python3
     $python "$root/reports/python_sim.py" $run
   done
   echo
-  echo "## object payloads, one process (pickle vs the marshal path for plain values)"
+  echo "## object payloads, one process (pickle, marshal, and the plain format plain values travel in)"
   $python "$root/reports/python_codec.py"
   echo
   echo "## real, gloo, 2 processes (ranks run)"

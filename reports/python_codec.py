@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """What an object collective's payload costs to make and read in one Python process (torch
-imported, as in a training job): pickle against the marshal path the package takes for plain
-values (ranks.dist._dumps; _core.load_payload reads a peer's), with Python's cyclic collector
-running as usual and paused while reading (as the collectives do). Best of 20 calls, ms.
+imported, as in a training job): pickle, and CPython's marshal (as a peer: unchecked, and the
+type check that would decide between it and pickle not counted), against the plain format the
+package sends plain values in (ranks.dist._dumps; _core.load_payload reads a peer's), with
+Python's cyclic collector running as usual and paused while reading (as the collectives do).
+Best of 20 calls, ms.
 
     PYTHONPATH=build/python python3 reports/python_codec.py
 """
 
 import gc
+import marshal
 import pickle
 import time
 
@@ -46,9 +49,12 @@ def main():
     print(f"{'payload':42s} {'codec':8s} {'bytes':>8s} {'dump':>7s} {'read':>7s} {'read, paused':>13s}")
     for name, value in payloads.items():
         pickled = pickle.dumps(value)
+        marshalled = marshal.dumps(value, 4)
         plain = dist._dumps(value, "report")
         rows = [("pickle", pickled, lambda: pickle.dumps(value), lambda: pickle.loads(pickled)),
-                ("marshal", plain, lambda: dist._dumps(value, "report"),
+                ("marshal", marshalled, lambda: marshal.dumps(value, 4),
+                 lambda: marshal.loads(marshalled)),
+                ("plain", plain, lambda: dist._dumps(value, "report"),
                  lambda: _core.load_payload(plain))]
         for codec, data, dump, read in rows:
             print(f"{name:42s} {codec:8s} {len(data):8d} {best(dump):7.2f} {best(read):7.2f} "

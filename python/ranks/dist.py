@@ -5,9 +5,9 @@ work handles, over ranks' C++ runtime: real gloo, mpi and nccl processes, or sim
 Tensors are torch tensors (CPU or CUDA) or numpy arrays, shared with the runtime through DLPack:
 in-place collectives write into the caller's memory, nothing is copied on the way in. Objects
 travel pickled, as in MMEngine and torch, or, when made only of plain built-in values (dict,
-list, tuple, set, str, bytes, int, float, bool, None), in CPython's faster marshal format: a
-peer's payload is trusted exactly as ``pickle.loads`` trusts its input, so run jobs only with
-peers you trust.
+list, tuple, set, str, bytes, int, float, complex, bool, None), in ranks' faster plain format,
+whose peer streams are checked as they are read; a pickled payload is trusted exactly as
+``pickle.loads`` trusts its input, so run jobs only with peers you trust.
 
 Where MMEngine has a trap, this module does what ranks' C++ API does (docs/python.md lists them):
 ``src``/``dst`` are ranks within ``group`` everywhere; ``collect_results`` keeps ``None`` results;
@@ -17,7 +17,6 @@ from numpy's global one; ``get_local_rank``/``get_local_size`` come from the lau
 
 import functools
 import os
-import pickle
 
 from ranks import _core
 from ranks.errors import InvalidArgument
@@ -68,15 +67,10 @@ def _from_capsule(capsule, like):
 
 
 def _dumps(value, api):
-    """``value`` as the bytes an object collective carries: marshal for plain values, else
-    pickle (python/src/plain_objects.cpp says why, and how a receiver tells them apart)."""
-    plain = _core.marshal_plain(value)
-    if plain is not None:
-        return plain
-    try:
-        return pickle.dumps(value, protocol=pickle.DEFAULT_PROTOCOL)
-    except (pickle.PicklingError, TypeError, AttributeError) as error:
-        raise InvalidArgument(f"{api}: the object cannot be pickled: {error}") from error
+    """``value`` as the bytes an object collective carries: the plain format for plain built-in
+    values, else pickle (python/src/plain_format.hpp says which, and how a receiver tells them
+    apart)."""
+    return _core.dumps(value, api)
 
 
 # Initialisation ---------------------------------------------------------------------------------
@@ -298,14 +292,14 @@ def all_gather_object(data, group=None):
     """Every member's picklable ``data``, in group-rank order."""
     if get_world_size(group) <= 1:
         return [data]
-    return _core.all_gather_object(_dumps(data, "all_gather_object"), data, group)
+    return _core.all_gather_object(data, group)
 
 
 def gather_object(data, dst=0, group=None):
     """Every member's picklable ``data`` on ``dst``; None elsewhere."""
     if get_world_size(group) <= 1:
         return [data]
-    return _core.gather_object(_dumps(data, "gather_object"), data, dst, group)
+    return _core.gather_object(data, dst, group)
 
 
 def all_reduce_dict(data, op="sum", group=None):

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ranks/group.hpp"
+#include "ranks/object/archive.hpp"
 #include "ranks/tensor.hpp"
 #include "ranks/work.hpp"
 
@@ -22,9 +23,12 @@ void register_ops(py::module_& m);
 void register_objects(py::module_& m);
 void register_plain_objects(py::module_& m);
 
-// The object of a payload an object collective carried (pickle, or marshal for plain values:
-// plain_objects.cpp); `from` names its sender in errors. Corrupt marshal streams are refused
-// before CPython reads them.
+// The payload an object collective carries for value: the object format's header
+// (object/payload.hpp) with type_tag, then value in the plain format or pickled
+// (plain_objects.cpp). Unpicklable values: InvalidArgument naming `api`.
+object::Bytes payload_of(py::handle value, std::string_view api, uint64_t type_tag);
+// The object of a payload's body; `from` names its sender in errors. A plain stream is checked
+// as it is read (plain_format.hpp); pickle is trusted, as pickle.loads trusts its input.
 py::object load_payload(std::span<const uint8_t> payload, std::string_view from);
 void register_simulator(py::module_& m);
 

@@ -1,6 +1,6 @@
-// Object collectives: Python objects travel pickled or marshalled (dist.py's _dumps and _loads),
-// and the bytes go through ranks' own object collectives, which check lengths before allocating
-// and name the API, group and call site in every message and report.
+// Object collectives: Python objects travel as payloads (plain_objects.cpp: the plain format or
+// pickle) through ranks' own object collectives, which check lengths before allocating and name
+// the API, group and call site in every message and report.
 
 #include <fmt/format.h>
 #include <pybind11/stl.h>
@@ -61,20 +61,9 @@ std::span<const uint8_t> span_of(const std::string& text) {
   return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
 
-// A Python payload on the wire: the object format's header (object/payload.hpp), so that the
-// exchange checks sizes and a peer checks magic, version and type as for any object, and the
-// pickle or marshal bytes as the body.
+// Python payloads carry the object format's header (object/payload.hpp), so that the exchange
+// checks sizes and a peer checks magic, version and type as for any object.
 constexpr uint64_t kPythonObjectTag = object::type_tag_detail::fnv1a("python object");
-
-object::Bytes framed(const py::bytes& payload) {
-  char* data = nullptr;
-  Py_ssize_t size = 0;
-  PyBytes_AsStringAndSize(payload.ptr(), &data, &size);
-  object::Bytes out(object::header_bytes + static_cast<size_t>(size));
-  object::write_header(out, static_cast<uint64_t>(size), kPythonObjectTag);
-  std::memcpy(out.data() + object::header_bytes, data, static_cast<size_t>(size));
-  return out;
-}
 
 // The body of group rank r's framed payload, its header checked.
 std::span<const uint8_t> body_of(const object::Parts& parts, size_t r, const Group& group) {
@@ -82,11 +71,11 @@ std::span<const uint8_t> body_of(const object::Parts& parts, size_t r, const Gro
                               kPythonObjectTag, "python object");
 }
 
-// all_gather_object or gather_object (`api`) of a Python payload: exchange(framed payload, call
-// site) moves the bytes, returning every member's where this rank receives them, read in place;
+// all_gather_object or gather_object (`api`) of own: exchange(payload, call site) moves the
+// bytes, returning every member's where this rank receives them, read in place;
 // entry `self` is `own` (this rank's object, or dst's on dst). Nullopt where nothing is received.
 template <class Exchange>
-std::optional<py::list> gathered(const char* api, const py::bytes& payload, py::handle own,
+std::optional<py::list> gathered(const char* api, py::handle own,
                                  const Group& group, int self, Exchange exchange) {
   const std::source_location where = python_call_site();
   if (object::alone_in(group, api, where)) {
@@ -94,11 +83,12 @@ std::optional<py::list> gathered(const char* api, const py::bytes& payload, py::
     out.append(own);
     return out;
   }
+  object::Bytes payload = payload_of(own, api, kPythonObjectTag);
   object::KeepExchangeBlocks keep;  // outlives parts, whose blocks it keeps for the next call
   std::optional<object::Parts> parts;
   blocking([&] {
     ranks::detail::ObjectCallScope call(api, group, where);
-    parts = exchange(framed(payload), where);
+    parts = exchange(std::move(payload), where);
     return 0;
   });
   if (!parts) return std::nullopt;
@@ -109,9 +99,10 @@ std::optional<py::list> gathered(const char* api, const py::bytes& payload, py::
 
 }  // namespace
 
-// The object collectives take each object's payload (dist.py's _dumps) and give back objects,
-// decoded by `loads` (dist.py's _loads). Payloads travel as they are, through the byte exchanges
-// under ranks' object collectives (object/exchange.hpp): no second encoding around them.
+// all_gather_object and gather_object take the object and write its payload straight into the
+// bytes they send; broadcast_object_list and collect_results take payloads (dist.py's _dumps).
+// Payloads travel as they are, through the byte exchanges under ranks' object collectives
+// (object/exchange.hpp): no second encoding around them.
 void register_objects(py::module_& m) {
   m.def("broadcast_object_list", [](Pickles pickles, int src, py::handle group) {
     const Group resolved = group_of(group);
@@ -124,17 +115,17 @@ void register_objects(py::module_& m) {
         pickles.size(), [&](size_t i) { return span_of(pickles[i]); },
         [&](size_t) { return object::describe_rank(src, resolved); });
   });
-  m.def("all_gather_object", [](py::bytes payload, py::handle own, py::handle group) {
+  m.def("all_gather_object", [](py::handle own, py::handle group) {
     const Group resolved = group_of(group);
-    return gathered("all_gather_object", payload, own, resolved, resolved.rank(),
+    return gathered("all_gather_object", own, resolved, resolved.rank(),
                     [&](object::Bytes mine, where_t where) {
                       return std::optional<object::Parts>(object::all_gather_bytes(
                           std::move(mine), resolved, "all_gather_object", where));
                     });
   });
-  m.def("gather_object", [](py::bytes payload, py::handle own, int dst, py::handle group) {
+  m.def("gather_object", [](py::handle own, int dst, py::handle group) {
     const Group resolved = group_of(group);
-    return gathered("gather_object", payload, own, resolved, dst,
+    return gathered("gather_object", own, resolved, dst,
                     [&](object::Bytes mine, where_t where) {
                       return object::gather_bytes(std::move(mine), dst, resolved, "gather_object",
                                                   where);

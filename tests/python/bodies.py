@@ -111,7 +111,7 @@ def objects():
 
 
 def _typed_values(rank):
-    """Values whose types must come back exactly: plain ones (marshalled) and ones that only
+    """Values whose types must come back exactly: plain ones (the plain format) and ones that only
     pickle keeps (numpy values, bytearray, dict subclasses), built from the rank alone."""
     shared = [rank, "shared"]
     cyclic = [rank]
