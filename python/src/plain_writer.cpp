@@ -86,6 +86,10 @@ bool write_int(PyObject* value, Output& out) {
 }
 
 bool write_str(PyObject* value, Output& out) {
+  if (PyUnicode_READY(value) != 0) {  // a str made by the legacy API, not yet in its final form
+    PyErr_Clear();
+    return false;
+  }
   if (PyUnicode_IS_ASCII(value)) {
     const auto length = static_cast<uint64_t>(PyUnicode_GET_LENGTH(value));
     if (length <= std::numeric_limits<uint8_t>::max()) {
