@@ -159,6 +159,25 @@ def object_types():
         assert all(_same(v, _typed_values(r)["plain"]) for r, v in enumerate(at_root)), at_root
 
 
+def _metrics(rank, entries):
+    return {f"k{i}": [rank + 0.5 * i, i, f"v{rank}"] for i in range(entries)}
+
+
+def large_objects():
+    """Plain payloads past what the exchange's heads carry at first: sizes that differ by rank,
+    then grow, stay steady (one collective a call once the heads have grown) and shrink."""
+    rank, world = dist.get_dist_info()
+    for entries in ([300 * (r + 1) for r in range(world)], [2000] * world, [2000] * world,
+                    [50] * world):
+        got = dist.all_gather_object(_metrics(rank, entries[rank]))
+        assert got == [_metrics(r, entries[r]) for r in range(world)], [len(g) for g in got]
+        at_root = dist.gather_object(_metrics(rank, entries[rank]), dst=world - 1)
+        if rank == world - 1:
+            assert at_root == [_metrics(r, entries[r]) for r in range(world)]
+        else:
+            assert at_root is None
+
+
 def collect_results(tmpdir):
     rank, world = dist.get_dist_info()
     part = [rank + world * i for i in range(3)] + [None]
@@ -211,6 +230,6 @@ def side_groups():
 
 def run_all(tmpdir):
     for body in (tensor_all_reduce, tensor_broadcast_gather, torch_style_ops, point_to_point,
-                 async_work, objects, object_types, groups, side_groups):
+                 async_work, objects, object_types, large_objects, groups, side_groups):
         body()
     collect_results(tmpdir)
