@@ -4,7 +4,6 @@
 // only when complete, so no Python code (a hash, an equality) ever sees one half made.
 
 #include <cstring>
-#include <limits>
 #include <string>
 
 #include "plain_format.hpp"
@@ -47,8 +46,8 @@ class Reader {
   struct Open {
     PyObject* container;
     uint8_t tag;
-    uint32_t items;
-    uint32_t filled = 0;
+    uint64_t items;
+    uint64_t filled = 0;
     PyObject* key = nullptr;
   };
 
@@ -207,7 +206,7 @@ class Reader {
       default: container = PyFrozenSet_New(nullptr); break;
     }
     if (container == nullptr || count == 0) return made(container, value, started);
-    open_.push_back({container, tag, static_cast<uint32_t>(items)});
+    open_.push_back({container, tag, items});
     owed_ += items;
     return Read::Opened;
   }
@@ -220,8 +219,8 @@ class Reader {
       Open& top = open_.back();
       int status = 0;
       switch (top.tag) {
-        case '(': PyTuple_SET_ITEM(top.container, top.filled, value); break;
-        case '[': PyList_SET_ITEM(top.container, top.filled, value); break;
+        case '(': PyTuple_SET_ITEM(top.container, static_cast<Py_ssize_t>(top.filled), value); break;
+        case '[': PyList_SET_ITEM(top.container, static_cast<Py_ssize_t>(top.filled), value); break;
         case '{':
           if (top.key == nullptr) {
             top.key = value;
