@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
