@@ -42,12 +42,16 @@ def _op_name(op):
     return op.lower()
 
 
-def _empty_like(data):
-    empty_like = getattr(type(data), "new_empty", None)
-    if empty_like is not None:  # torch: same dtype and device
-        return data.new_empty(data.shape)
+def _rows_like(data, count):
+    """count new tensors of data's shape, dtype and device: the rows of one block, so that a
+    gather writes every member's piece in place (no staging buffer, no copy out of it) and the
+    call allocates once. Each row is a tensor of its own to the caller; the block lives as long
+    as any row."""
+    if hasattr(type(data), "new_empty"):  # torch
+        return list(data.new_empty((count, *data.shape)).unbind(0))
     import numpy
-    return numpy.empty_like(data)
+    block = numpy.empty((count, *data.shape), dtype=data.dtype)
+    return [block[i, ...] for i in range(count)]  # views, 0-d ones too
 
 
 def _from_capsule(capsule, like):
@@ -189,7 +193,7 @@ def all_gather(data, group=None):
     size = get_world_size(group)
     if size <= 1:
         return [data]
-    outputs = [_empty_like(data) for _ in range(size)]
+    outputs = _rows_like(data, size)
     _core.all_gather(outputs, data, group, False)
     return outputs
 
@@ -199,7 +203,7 @@ def gather(data, dst=0, group=None):
     size = get_world_size(group)
     if size <= 1:
         return [data]
-    outputs = [_empty_like(data) for _ in range(size)] if get_rank(group) == dst else []
+    outputs = _rows_like(data, size) if get_rank(group) == dst else []
     _core.gather(outputs, data, dst, group, False)
     return outputs
 

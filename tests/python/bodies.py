@@ -36,6 +36,12 @@ def tensor_broadcast_gather():
     gathered = dist.all_gather(torch.tensor([rank, -rank], dtype=torch.int32))
     assert [g.tolist() for g in gathered] == [[r, -r] for r in range(world)], gathered
     assert all(g.dtype == torch.int32 for g in gathered)
+    # The pieces are the caller's own tensors: writing one leaves the others as gathered.
+    gathered[0].fill_(7)
+    assert [g.tolist() for g in gathered[1:]] == [[r, -r] for r in range(1, world)], gathered
+    scalars = dist.all_gather(np.array(rank * 1.5))
+    assert [s.shape for s in scalars] == [()] * world, scalars
+    assert [float(s) for s in scalars] == [r * 1.5 for r in range(world)], scalars
     at_root = dist.gather(np.full(3, rank, dtype=np.float32), dst=0)
     if rank == 0:
         assert [g.tolist() for g in at_root] == [[float(r)] * 3 for r in range(world)], at_root
