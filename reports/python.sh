@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's figures, in one run on this machine: simulated ranks at scale
 # (reports/python_sim.py), what an object's payload costs to make and read (reports/python_codec.py),
-# and the real per-call cost against the C++ API and torch.distributed (reports/python_overhead.py,
-# over gloo under ranks run and over mpi under mpirun).
+# the real per-call cost against the C++ API and torch.distributed (reports/python_overhead.py,
+# over gloo under ranks run and over mpi under mpirun), and MMEngine's all_gather of tensors
+# against torch.distributed's (reports/python_all_gather.py, on both).
 #   reports/python.sh [BUILD_DIR]          writes reports/python.txt
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,4 +33,11 @@ python=/usr/bin/python3
   echo "## real, mpi, 2 processes (mpirun)"
   mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH -x OMP_NUM_THREADS \
     $python "$root/reports/python_overhead.py" --backend mpi --iters 5000
+  echo
+  echo "## all_gather of tensors, new pieces each call (MMEngine's), gloo (ranks run)"
+  "$build/tools/ranks" run -n 2 -- $python "$root/reports/python_all_gather.py" | sed 's/^\[rank 0\] //'
+  echo
+  echo "## all_gather of tensors, new pieces each call (MMEngine's), mpi (mpirun)"
+  mpirun --allow-run-as-root --oversubscribe -np 2 -x PYTHONPATH -x OMP_NUM_THREADS \
+    $python "$root/reports/python_all_gather.py" --backend mpi
 } | tee "$out"

@@ -229,6 +229,32 @@ TEST(Tensor, SmallAndLargerTensorsBehaveAlike) {
   }
 }
 
+// What a gather fills: rows of one block, back to back, each with like's shape and dtype; writing
+// one leaves the others, and any row keeps the block (and the shared shape) alive.
+TEST(Tensor, RowsLikeAreBackToBackRowsOfOneBlock) {
+  for (int64_t count : {0, 1, 3, 40}) {  // inline-sized, small and larger rows
+    Tensor like = Tensor::zeros({count, 1}, DType::Int64);
+    std::vector<Tensor> rows = detail::rows_like(like, 3, Device::cpu());
+    ASSERT_EQ(rows.size(), 3u);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i].shape(), like.shape());
+      EXPECT_EQ(rows[i].dtype(), DType::Int64);
+      if (count > 0) {
+        EXPECT_EQ(static_cast<std::byte*>(rows[i].data_ptr()),
+                  static_cast<std::byte*>(rows[0].data_ptr()) + i * like.nbytes());
+      }
+      std::vector<int64_t> values(static_cast<size_t>(count), static_cast<int64_t>(10 * i + 1));
+      rows[i].copy_(Tensor::from<int64_t>(values, {count, 1}));
+    }
+    Tensor kept = rows[1];
+    rows.clear();
+    like = Tensor();
+    EXPECT_EQ(kept.shape(), (std::vector<int64_t>{count, 1}));
+    EXPECT_EQ(kept.to_vector<int64_t>(), std::vector<int64_t>(static_cast<size_t>(count), 11));
+  }
+  EXPECT_TRUE(detail::rows_like(Tensor::of<float>({1}), 0, Device::cpu()).empty());
+}
+
 TEST(Tensor, CopiesShareMemoryButClonesDoNot) {
   Tensor t = Tensor::of<int32_t>({1, 2, 3});
   Tensor shared = t;

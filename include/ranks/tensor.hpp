@@ -34,6 +34,9 @@ class Tensor;
 namespace detail {
 // A new tensor with like's shape (shared, not copied), dtype and the given device.
 Tensor empty_like(const Tensor& like, Device device);
+// count new tensors like empty_like's, the rows of one block: a gather writes every member's
+// piece in place, back to back, and the block lives as long as any of them.
+std::vector<Tensor> rows_like(const Tensor& like, size_t count, Device device);
 }  // namespace detail
 
 class Tensor {
@@ -126,6 +129,7 @@ class Tensor {
 
  private:
   friend Tensor detail::empty_like(const Tensor&, Device);
+  friend std::vector<Tensor> detail::rows_like(const Tensor&, size_t, Device);
   static Tensor from_bytes(const void* src, size_t count, DType, std::vector<int64_t> shape,
                            Device);
   void check_dtype(DType want) const {

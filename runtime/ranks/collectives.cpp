@@ -68,12 +68,12 @@ Work submit(GroupImpl& group, OpRequest&& r, const where_t& where, Waits waits) 
   return detail::dispatch(group, std::move(r), where);
 }
 
-// Fills an empty output list with tensors like `like`, or checks the one the caller gave.
+// Fills an empty output list with tensors like `like`, the rows of one block (a backend gathers
+// into them in place, with no staging buffer), or checks the one the caller gave.
 void prepare_outputs(const Prepared& p, std::vector<Tensor>& out, const Tensor& like,
                      std::string_view what) {
   if (out.empty()) {
-    out.reserve(p.size());
-    for (int i = 0; i < p.size(); ++i) out.push_back(detail::empty_like(like, like.device()));
+    out = detail::rows_like(like, static_cast<size_t>(p.size()), like.device());
   } else {
     detail::check_list(p.call, out, like, what);
   }

@@ -79,6 +79,24 @@ Tensor empty_like(const Tensor& like, Device device) {
   return t;
 }
 
+std::vector<Tensor> rows_like(const Tensor& like, size_t count, Device device) {
+  const size_t row_bytes = like.nbytes();
+  std::shared_ptr<void> memory = allocate(device, row_bytes * count);
+  auto* first = static_cast<std::byte*>(memory.get());
+  TensorMemory block = own_with_shape(std::move(memory), first, like.shape());
+  std::vector<Tensor> rows(count);
+  for (size_t i = 0; i < count; ++i) {
+    Tensor& row = rows[i];
+    row.numel_ = like.numel_;
+    row.dtype_ = like.dtype_;
+    row.device_ = device;
+    row.data_ = first + i * row_bytes;
+    row.storage_ = std::shared_ptr<void>(block.storage, row.data_);  // shares the block's count
+    row.shape_ = block.shape;
+  }
+  return rows;
+}
+
 }  // namespace detail
 
 namespace {
