@@ -12,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "dlpack/dlpack.h"
+#include "ranks/detail/dlpack_bool.hpp"
 #include "ranks/objects.hpp"
 
 namespace ranks::python {
@@ -164,7 +165,13 @@ void register_objects(py::module_& m) {
     });
     py::dict out;
     for (auto& [name, value] : values) {
-      out[py::str(name)] = py::capsule(value.to_dlpack(), "dltensor", [](PyObject* capsule) {
+      DLManagedTensor* exported = value.to_dlpack();
+      // torch 1.13 and numpy 1.24 import no bool through DLPack: bool results go as uint8 of
+      // the same bytes, which dist.py views as bool again.
+      if (exported->dl_tensor.dtype.code == ranks::detail::kDLBoolCode) {
+        exported->dl_tensor.dtype.code = kDLUInt;
+      }
+      out[py::str(name)] = py::capsule(exported, "dltensor", [](PyObject* capsule) {
         if (PyCapsule_IsValid(capsule, "dltensor")) {  // never consumed: still ours to free
           auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
           managed->deleter(managed);

@@ -6,6 +6,7 @@
 
 #include "bindings.hpp"
 #include "dlpack/dlpack.h"
+#include "ranks/detail/dlpack_bool.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::python {
@@ -14,6 +15,28 @@ namespace {
 
 std::string type_name(py::handle object) {
   return py::str(py::type::handle_of(object).attr("__qualname__")).cast<std::string>();
+}
+
+// torch 1.13 and numpy 1.24 export no bool tensor through DLPack. Such a tensor is shared as a
+// uint8 view of the same memory, relabelled bool once imported: the collectives write into the
+// caller's memory as for any other dtype. Null (no Python error set) for any other object.
+PyObject* export_bool_as_bytes(py::handle object) {
+  static PyObject* const dtype_name = PyUnicode_InternFromString("dtype");
+  PyObject* dtype = PyObject_GetAttr(object.ptr(), dtype_name);
+  if (dtype == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const std::string named = py::str(py::reinterpret_steal<py::object>(dtype));
+  if (named != "torch.bool" && named != "bool") return nullptr;
+  const char* library = named == "bool" ? "numpy" : "torch";
+  try {
+    py::object bytes = py::reinterpret_borrow<py::object>(object).attr("view")(
+        py::module_::import(library).attr("uint8"));
+    return bytes.attr("__dlpack__")().release().ptr();
+  } catch (py::error_already_set&) {
+    return nullptr;  // the caller reports the original refusal
+  }
 }
 
 }  // namespace
@@ -29,6 +52,13 @@ Tensor tensor_of(py::handle object, std::string_view what) {
     PyErr_Clear();
     py::object detached = py::reinterpret_borrow<py::object>(object).attr("detach")();
     exported = PyObject_CallMethodNoArgs(detached.ptr(), dlpack_name);
+  }
+  bool relabel_bool = false;
+  if (exported == nullptr && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+    py::error_already_set refusal;  // kept, to report if the uint8 view cannot be shared either
+    exported = export_bool_as_bytes(object);
+    relabel_bool = exported != nullptr;
+    if (!relabel_bool) refusal.restore();
   }
   if (exported == nullptr) {
     const bool not_a_tensor = PyErr_ExceptionMatches(PyExc_AttributeError) != 0;
@@ -49,6 +79,7 @@ Tensor tensor_of(py::handle object, std::string_view what) {
     PyErr_Clear();
     throw InvalidArgument(fmt::format("{}: __dlpack__() did not return a DLPack capsule", what));
   }
+  if (relabel_bool) managed->dl_tensor.dtype.code = ranks::detail::kDLBoolCode;  // bits: 8
   Tensor tensor;
   try {
     tensor = Tensor::from_dlpack(managed);  // on a throw, the capsule still owns the tensor

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ranks/detail/dlpack_bool.hpp"
 #include "ranks/detail/memory.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/tensor.hpp"
@@ -20,9 +21,7 @@ namespace ranks {
 
 namespace {
 
-// DLPack 0.6 has no kDLBool; later versions assign it code 6, so exports use that and imports
-// accept it, which keeps bool tensors exchangeable with newer producers and consumers.
-constexpr uint8_t kDLBoolCode = 6;
+using detail::kDLBoolCode;
 
 DLDataType to_dl_dtype(DType dtype) {
   DLDataType out{};

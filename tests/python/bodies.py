@@ -14,6 +14,16 @@ import ranks.dist as dist
 
 def tensor_all_reduce():
     rank, world = dist.get_dist_info()
+    # bool tensors, which torch 1.13 and numpy 1.24 do not export through DLPack, in place too.
+    found = torch.tensor([rank == world - 1, False, True])
+    dist.all_reduce(found, "max")
+    assert found.tolist() == [True, False, True] and found.dtype == torch.bool, found
+    everyone = torch.tensor([rank != 0 or world == 1])
+    dist.all_reduce(everyone, "min")
+    assert everyone.tolist() == [world == 1], everyone
+    mask = np.array([rank == 0, rank == 1, True])
+    dist.broadcast(mask, src=0)
+    assert mask.tolist() == [True, False, True] and mask.dtype == np.bool_, mask
     t = torch.full((5,), float(rank + 1))
     dist.all_reduce(t)
     assert t.tolist() == [world * (world + 1) / 2] * 5, t
@@ -47,6 +57,22 @@ def tensor_broadcast_gather():
         assert [g.tolist() for g in at_root] == [[float(r)] * 3 for r in range(world)], at_root
     else:
         assert at_root == [], at_root
+
+
+def gathered_dtypes_and_shapes():
+    rank, world = dist.get_dist_info()
+    for dtype in (torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64, torch.float16,
+                  torch.bfloat16, torch.float32, torch.float64):
+        for shape in ((), (2, 3), (0,), (3, 0, 2)):
+            def mine(r):
+                return torch.full(shape, r % 2 == 1 if dtype == torch.bool else r + 1, dtype=dtype)
+            expected = [mine(r).tolist() for r in range(world)]
+            gathered = dist.all_gather(mine(rank))
+            assert [g.tolist() for g in gathered] == expected, (dtype, shape, gathered)
+            assert all(g.shape == shape and g.dtype == dtype for g in gathered), (dtype, shape)
+            at_root = dist.gather(mine(rank), dst=world - 1)
+            if rank == world - 1:
+                assert [g.tolist() for g in at_root] == expected, (dtype, shape, at_root)
 
 
 def torch_style_ops():
@@ -114,6 +140,10 @@ def objects():
     dist.all_reduce_dict(d, op="mean")
     assert d["loss"].item() == sum(range(world)) / world, d
     assert d["acc"].tolist() == [1.0, sum(range(world)) / world], d
+    flags = {"any_nan": torch.tensor([rank == world - 1]), "all_ok": torch.tensor(rank >= 0)}
+    dist.all_reduce_dict(flags, op="max")
+    assert flags["any_nan"].tolist() == [True] and flags["all_ok"].item() is True, flags
+    assert all(v.dtype == torch.bool for v in flags.values()), flags
 
 
 def _typed_values(rank):
@@ -235,7 +265,8 @@ def side_groups():
 
 
 def run_all(tmpdir):
-    for body in (tensor_all_reduce, tensor_broadcast_gather, torch_style_ops, point_to_point,
+    for body in (tensor_all_reduce, tensor_broadcast_gather, gathered_dtypes_and_shapes,
+                 torch_style_ops, point_to_point,
                  async_work, objects, object_types, large_objects, groups, side_groups):
         body()
     collect_results(tmpdir)
