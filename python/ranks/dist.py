@@ -12,14 +12,17 @@ whose peer streams are checked as they are read; a pickled payload is trusted ex
 Where MMEngine has a trap, this module does what ranks' C++ API does (docs/python.md lists them):
 ``src``/``dst`` are ranks within ``group`` everywhere; ``collect_results`` keeps ``None`` results;
 ``sync_random_seed`` draws from ranks' per-rank generator (seeded per rank in the simulator), not
-from numpy's global one; ``get_local_rank``/``get_local_size`` come from the launcher.
+from numpy's global one; ``get_local_rank``/``get_local_size`` come from the launcher;
+``init_local_group`` makes every node's group on every rank, as new_group needs.
 """
 
 import functools
 import os
+import threading
 
 from ranks import _core
-from ranks.errors import InvalidArgument
+from ranks._devices import cast_data_device, get_data_device  # noqa: F401  (MMEngine's names)
+from ranks.errors import Error, InvalidArgument
 
 Work = _core.Work
 Group = _core.Group
@@ -144,6 +147,74 @@ def get_local_size():
 
 def get_local_rank():
     return _core.get_local_rank()
+
+
+class _RankState:
+    """A value each rank has its own of: the process's where ranks are processes; under the
+    simulator, where module globals are shared, the simulated rank's (each runs with its own
+    thread state, so its own threading.local)."""
+
+    def __init__(self):
+        self._process = None
+        self._simulated = threading.local()
+
+    def get(self):
+        if _core.simulating():
+            return getattr(self._simulated, "value", None)
+        return self._process
+
+    def set(self, value):
+        if _core.simulating():
+            self._simulated.value = value
+        else:
+            self._process = value
+
+
+_local_group = _RankState()  # made by init_local_group
+
+
+def init_local_group(node_rank, num_gpus_per_node):
+    """Makes the group of the ``num_gpus_per_node`` consecutive ranks of node ``node_rank``.
+
+    Every rank makes every node's group, in node order (MMEngine makes only its own node's, which
+    leaves the ranks of the other nodes waiting in new_group); each keeps its own node's.
+    Not distributed: nothing to make."""
+    if _local_group.get() is not None:
+        raise InvalidArgument("init_local_group: the local group was made already")
+    if not is_distributed():
+        return
+    world, rank = get_world_size(), get_rank()
+    if num_gpus_per_node <= 0 or world % num_gpus_per_node != 0:
+        raise InvalidArgument(f"init_local_group: {world} ranks do not make nodes of "
+                              f"{num_gpus_per_node}")
+    if rank // num_gpus_per_node != node_rank:
+        raise InvalidArgument(f"init_local_group: rank {rank} is not on node {node_rank} of "
+                              f"{num_gpus_per_node} ranks each")
+    for node in range(world // num_gpus_per_node):
+        first = node * num_gpus_per_node
+        group = new_group(range(first, first + num_gpus_per_node))
+        if node == node_rank:
+            _local_group.set(group)
+
+
+def get_local_group():
+    """The group init_local_group made; None when not distributed."""
+    if not is_distributed():
+        return None
+    if _local_group.get() is None:
+        raise Error("Local process group is not created, please use `init_local_group` to "
+                    "setup local process group.")
+    return _local_group.get()
+
+
+def get_comm_device(group=None):
+    """The torch device ``group``'s backend communicates from: the current cuda device for nccl
+    (cuda:<local rank> where torch has no cuda, as in the simulator), cpu otherwise."""
+    import torch
+    if get_backend(group) != "nccl":
+        return torch.device("cpu")
+    index = torch.cuda.current_device() if torch.cuda.is_available() else get_local_rank()
+    return torch.device("cuda", index)
 
 
 def get_dist_info(group=None):
@@ -327,6 +398,65 @@ def all_reduce_dict(data, op="sum", group=None):
     for key, capsule in capsules.items():
         value = _from_capsule(capsule, data[key])
         data[key] = value.view(data[key].dtype) if all_bool else value
+
+
+def all_reduce_params(params, coalesce=True, bucket_size_mb=-1, op="sum", group=None):
+    """Reduces every tensor of ``params`` (torch parameters or buffers, or tensors) in place.
+
+    coalesce: one all_reduce per bucket of tensors of one type, dtype and device, flattened
+    (buckets of at most ``bucket_size_mb`` MiB when that is positive), else one per tensor. World
+    size 1: ``params`` is not even iterated, as in MMEngine."""
+    if get_world_size(group) <= 1:
+        return
+    op = _op_name(op)
+    tensors = [p.data if hasattr(type(p), "new_empty") else p for p in params]
+    if not coalesce:
+        for tensor in tensors:
+            all_reduce(tensor, op, group)
+        return
+    for bucket in _buckets(tensors, bucket_size_mb):
+        flat = _flatten(bucket)
+        all_reduce(flat, op, group)
+        offset = 0
+        for tensor in bucket:
+            piece = flat[offset:offset + _numel(tensor)].reshape(tensor.shape)
+            if hasattr(type(tensor), "new_empty"):
+                tensor.copy_(piece)
+            else:
+                tensor[...] = piece
+            offset += _numel(tensor)
+
+
+def _numel(tensor):
+    return tensor.numel() if hasattr(type(tensor), "new_empty") else tensor.size
+
+
+def _nbytes(tensor):
+    return _numel(tensor) * (tensor.element_size() if hasattr(type(tensor), "new_empty")
+                             else tensor.itemsize)
+
+
+def _buckets(tensors, bucket_size_mb):
+    """Tensors grouped by (type, dtype, device) in first-seen order, each group cut before a
+    tensor that would take its bucket past bucket_size_mb MiB (if positive)."""
+    limit = bucket_size_mb * 1024 * 1024 if bucket_size_mb > 0 else None
+    groups = {}  # key: [[bytes, tensors], ...]
+    for tensor in tensors:
+        key = (type(tensor), str(tensor.dtype), str(getattr(tensor, "device", "cpu")))
+        buckets = groups.setdefault(key, [[0, []]])
+        if limit is not None and buckets[-1][1] and buckets[-1][0] + _nbytes(tensor) > limit:
+            buckets.append([0, []])
+        buckets[-1][0] += _nbytes(tensor)
+        buckets[-1][1].append(tensor)
+    return [bucket for buckets in groups.values() for _, bucket in buckets]
+
+
+def _flatten(bucket):
+    if hasattr(type(bucket[0]), "new_empty"):
+        import torch
+        return torch.cat([t.reshape(-1) for t in bucket])
+    import numpy
+    return numpy.concatenate([t.reshape(-1) for t in bucket])
 
 
 def collect_results(results, size, device="cpu", tmpdir=None):

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 import ranks.dist as dist
+from ranks.errors import InvalidArgument
 
 
 def tensor_all_reduce():
@@ -73,6 +74,46 @@ def gathered_dtypes_and_shapes():
             at_root = dist.gather(mine(rank), dst=world - 1)
             if rank == world - 1:
                 assert [g.tolist() for g in at_root] == expected, (dtype, shape, at_root)
+
+
+def mmengine_helpers():
+    rank, world = dist.get_dist_info()
+    mean = sum(range(world)) / world
+    # all_reduce_params as MMEngine's SyncBuffersHook calls it: buffers from a generator, mean.
+    buffers = [torch.tensor([rank, rank + 1.0]) for _ in range(3)]
+    weight = torch.nn.Parameter(torch.full((2, 2), float(rank)))
+    dist.all_reduce_params((b for b in buffers + [weight]), op="mean")
+    assert all(b.tolist() == [mean, mean + 1] for b in buffers), buffers
+    assert weight.tolist() == [[mean] * 2] * 2 and weight.requires_grad, weight
+    # Sums of torch and numpy tensors: one bucket per type, 16-byte buckets, one call per tensor.
+    total = sum(range(world))
+    for coalesce, bucket_size_mb in ((True, -1), (True, 16 / 2**20), (False, -1)):
+        ints = [torch.tensor([rank, 2 * rank]) for _ in range(3)] + [np.full(3, rank + 1, np.int32)]
+        dist.all_reduce_params(ints, coalesce=coalesce, bucket_size_mb=bucket_size_mb)
+        assert all(t.tolist() == [total, 2 * total] for t in ints[:3]), (coalesce, ints)
+        assert ints[3].tolist() == [total + world] * 3 and ints[3].dtype == np.int32, ints
+    # The local group: nodes of two consecutive ranks where the world divides into them.
+    per_node = 2 if world % 2 == 0 else 1
+    dist.init_local_group(rank // per_node, per_node)
+    local = dist.get_local_group()
+    assert dist.get_dist_info(local) == (rank % per_node, per_node), dist.get_dist_info(local)
+    on_node = torch.tensor([float(rank)])
+    dist.all_reduce(on_node, group=local)
+    first = rank - rank % per_node
+    assert on_node.item() == sum(range(first, first + per_node)), on_node
+    try:
+        dist.init_local_group(rank // per_node, per_node)
+        raise AssertionError("a second init_local_group was accepted")
+    except InvalidArgument as e:
+        assert "made already" in str(e), e
+    # The comm device follows the backend; data devices and casts as MMEngine's.
+    assert dist.get_comm_device().type == ("cuda" if dist.get_backend() == "nccl" else "cpu")
+    assert dist.get_comm_device(local).type == dist.get_comm_device().type
+    assert dist.get_data_device([on_node, {"k": on_node}]) == torch.device("cpu")
+    out = {"a": torch.zeros(1), "b": [torch.zeros(2)]}
+    moved = dist.cast_data_device({"a": on_node, "b": [torch.ones(2)]}, "cpu", out=out)
+    assert moved["a"] is on_node and out["a"].item() == on_node.item(), (moved, out)
+    assert out["b"][0].tolist() == [1.0, 1.0], out
 
 
 def torch_style_ops():
@@ -266,7 +307,7 @@ def side_groups():
 
 def run_all(tmpdir):
     for body in (tensor_all_reduce, tensor_broadcast_gather, gathered_dtypes_and_shapes,
-                 torch_style_ops, point_to_point,
+                 mmengine_helpers, torch_style_ops, point_to_point,
                  async_work, objects, object_types, large_objects, groups, side_groups):
         body()
     collect_results(tmpdir)

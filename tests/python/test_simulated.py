@@ -1,9 +1,12 @@
-"""The shared bodies as simulated ranks, under gloo's and mpi's rules, at several world sizes."""
+"""The shared bodies as simulated ranks, under gloo's and mpi's rules, at several world sizes;
+MMEngine's fallbacks and helpers outside any run."""
 
 import os
 import sys
 
+import numpy as np
 import pytest
+import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -35,3 +38,55 @@ def test_not_distributed(tmp_path):
     assert dist.all_gather_object({"a": 1}) == [{"a": 1}]
     assert dist.new_group([0]) is None
     dist.barrier()
+    # MMEngine's helpers: nothing to make, nothing to reduce (a generator is not even iterated).
+    dist.init_local_group(0, 8)
+    assert dist.get_local_group() is None
+    assert dist.get_comm_device() == torch.device("cpu")
+    params = (t for t in [torch.ones(2)])
+    dist.all_reduce_params(params, op="bogus")
+    assert next(params).tolist() == [1.0, 1.0]
+
+
+def test_data_device_helpers():
+    """get_data_device and cast_data_device on cpu tensors, with MMEngine's messages."""
+    t = torch.ones(2)
+    cpu = torch.device("cpu")
+    for data in (t, [t, t], [t, {"key": t}], {"k1": t, "k2": [t]}):
+        assert dist.get_data_device(data) == cpu
+    for data in ([t, 123], [t, {"key": "123"}], {"k1": t, "k2": ["123"]}, "123"):
+        with pytest.raises(TypeError, match="data should be a Tensor, sequence of tensor or dict"):
+            dist.get_data_device(data)
+    for data in ([], {}):
+        with pytest.raises(ValueError, match="data should not be empty"):
+            dist.get_data_device(data)
+    assert dist.cast_data_device(t, cpu) is t  # already there: the same object
+    out = [torch.zeros(2), {"key": torch.zeros(2)}]
+    moved = dist.cast_data_device([t, {"key": t * 2}], "cpu", out=out)
+    assert moved[0] is t and out[0].tolist() == [1.0, 1.0] and out[1]["key"].tolist() == [2.0, 2.0]
+    assert type(dist.cast_data_device((t,), cpu)) is tuple
+    with pytest.raises(ValueError, match="length of data and out should be same"):
+        dist.cast_data_device({"a": t, "b": t}, cpu, out={"a": t})
+    for data in (123, "123", np.ones(2)):
+        with pytest.raises(TypeError, match="data should be a Tensor, list of tensor or dict"):
+            dist.cast_data_device(data, cpu)
+    with pytest.raises(TypeError, match="out should be the same type with data"):
+        dist.cast_data_device(t, cpu, out="123")
+    with pytest.raises(TypeError, match="out should not be a set"):
+        dist.cast_data_device({t}, cpu, out={t})
+    with pytest.raises(ValueError, match="data should not be empty"):
+        dist.cast_data_device([], cpu)
+
+
+def test_param_buckets():
+    """all_reduce_params' buckets: one per (type, dtype, device) in first-seen order, cut before a
+    tensor that would pass the size limit."""
+    f = [torch.zeros(4) for _ in range(3)]  # 16 bytes each
+    i = torch.zeros(2, dtype=torch.int64)
+    a = np.zeros(2, np.float32)
+    ids = lambda buckets: [[id(t) for t in bucket] for bucket in buckets]  # noqa: E731
+    assert ids(dist._buckets([f[0], i, f[1], a, f[2]], -1)) == \
+        [[id(f[0]), id(f[1]), id(f[2])], [id(i)], [id(a)]]
+    assert ids(dist._buckets([f[0], f[1], f[2]], 32 / 2**20)) == \
+        [[id(f[0]), id(f[1])], [id(f[2])]]
+    big = torch.zeros(100)  # past the limit alone: a bucket of its own
+    assert ids(dist._buckets([big, f[0], f[1]], 16 / 2**20)) == [[id(big)], [id(f[0])], [id(f[1])]]
