@@ -1,5 +1,6 @@
 """MMEngine's ``mmengine.dist`` API (names, signatures, defaults, non-distributed fallbacks),
-plus torch.distributed's point-to-point, reduce, scatter, reduce_scatter, all_to_all and async
+plus torch.distributed's point-to-point, reduce, scatter, reduce_scatter, all_to_all, their
+single-tensor forms (all_gather_into_tensor, reduce_scatter_tensor, all_to_all_single) and async
 work handles, over ranks' C++ runtime: real gloo, mpi and nccl processes, or simulated ranks.
 
 Tensors are torch tensors (CPU or CUDA) or numpy arrays, shared with the runtime through DLPack:
@@ -20,7 +21,7 @@ import functools
 import os
 import threading
 
-from ranks import _core
+from ranks import _core, _pieces
 from ranks._devices import cast_data_device, get_data_device  # noqa: F401  (MMEngine's names)
 from ranks.errors import Error, InvalidArgument
 
@@ -43,26 +44,6 @@ def _op_name(op):
     if not isinstance(op, str):
         raise InvalidArgument(f"op must be a string, one of {', '.join(_REDUCE_OPS)}; got {op!r}")
     return op.lower()
-
-
-def _rows_like(data, count):
-    """count new tensors of data's shape, dtype and device: the rows of one block, so that a
-    gather writes every member's piece in place (no staging buffer, no copy out of it) and the
-    call allocates once. Each row is a tensor of its own to the caller; the block lives as long
-    as any row."""
-    import numpy
-    if not hasattr(type(data), "new_empty"):
-        block = numpy.empty((count, *data.shape), dtype=data.dtype)
-        return [block[i, ...] for i in range(count)]  # views, 0-d ones too
-    nbytes = count * data.numel() * data.element_size()
-    if data.device.type != "cpu" or nbytes == 0:  # torch's own allocator, its cache on a GPU
-        return list(data.new_empty((count, *data.shape)).unbind(0))
-    # A torch cpu block's bytes come from numpy (malloc): torch asks for 64-byte aligned memory,
-    # which glibc seldom finds in the block freed by the call before, so a large block was fresh
-    # pages every call (an 8 MiB one: 600-1,300 page faults, 9-17 ms on a virtual machine).
-    import torch
-    raw = torch.from_numpy(numpy.empty(nbytes, numpy.uint8))
-    return list(raw.view(data.dtype).view(count, *data.shape).unbind(0))
 
 
 def _from_capsule(capsule, like):
@@ -272,7 +253,7 @@ def all_gather(data, group=None):
     size = get_world_size(group)
     if size <= 1:
         return [data]
-    outputs = _rows_like(data, size)
+    outputs = _pieces.rows_like(data, size)
     _core.all_gather(outputs, data, group, False)
     return outputs
 
@@ -282,7 +263,7 @@ def gather(data, dst=0, group=None):
     size = get_world_size(group)
     if size <= 1:
         return [data]
-    outputs = _rows_like(data, size) if get_rank(group) == dst else []
+    outputs = _pieces.rows_like(data, size) if get_rank(group) == dst else []
     _core.gather(outputs, data, dst, group, False)
     return outputs
 
@@ -322,6 +303,42 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
         _copy_into(output_tensor_list[0], input_tensor_list[0])
         return _nothing_to_do(async_op)
     return _core.all_to_all(list(output_tensor_list), list(input_tensor_list), group, async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """torch's: every member's ``input_tensor``, in group-rank order, into ``output_tensor``
+    (contiguous, world size times the input's elements: stacked or concatenated), in place."""
+    size = get_world_size(group)
+    pieces = _pieces.equal_pieces(output_tensor, size, input_tensor, "output_tensor")
+    if size <= 1:
+        _copy_into(pieces[0], input_tensor)
+        return _nothing_to_do(async_op)
+    return _core.all_gather(pieces, input_tensor, group, async_op)
+
+
+def reduce_scatter_tensor(output, input, op="sum", group=None, async_op=False):
+    """torch's: ``input`` (contiguous, world size times ``output``'s elements) cut into equal
+    pieces in group-rank order; rank r gets the reduction of every member's piece r."""
+    op = _op_name(op)
+    size = get_world_size(group)
+    pieces = _pieces.equal_pieces(input, size, output, "input")
+    if size <= 1:
+        _copy_into(output, pieces[0])
+        return _nothing_to_do(async_op)
+    return _core.reduce_scatter(output, pieces, op, group, async_op)
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
+                      async_op=False):
+    """torch's: ``input``'s dim-0 slices (equal, or of input_split_sizes) go to the members in
+    group-rank order; ``output``'s (equal, or of output_split_sizes) receive theirs, in place."""
+    size = get_world_size(group)
+    outputs = _pieces.dim0_pieces(output, output_split_sizes, size, "output")
+    inputs = _pieces.dim0_pieces(input, input_split_sizes, size, "input")
+    if size <= 1:
+        _copy_into(outputs[0], inputs[0])
+        return _nothing_to_do(async_op)
+    return _core.all_to_all(outputs, inputs, group, async_op)
 
 
 def _nothing_to_do(async_op):
@@ -414,49 +431,17 @@ def all_reduce_params(params, coalesce=True, bucket_size_mb=-1, op="sum", group=
         for tensor in tensors:
             all_reduce(tensor, op, group)
         return
-    for bucket in _buckets(tensors, bucket_size_mb):
-        flat = _flatten(bucket)
+    for bucket in _pieces.buckets(tensors, bucket_size_mb):
+        flat = _pieces.flatten(bucket)
         all_reduce(flat, op, group)
         offset = 0
         for tensor in bucket:
-            piece = flat[offset:offset + _numel(tensor)].reshape(tensor.shape)
+            piece = flat[offset:offset + _pieces.numel(tensor)].reshape(tensor.shape)
             if hasattr(type(tensor), "new_empty"):
                 tensor.copy_(piece)
             else:
                 tensor[...] = piece
-            offset += _numel(tensor)
-
-
-def _numel(tensor):
-    return tensor.numel() if hasattr(type(tensor), "new_empty") else tensor.size
-
-
-def _nbytes(tensor):
-    return _numel(tensor) * (tensor.element_size() if hasattr(type(tensor), "new_empty")
-                             else tensor.itemsize)
-
-
-def _buckets(tensors, bucket_size_mb):
-    """Tensors grouped by (type, dtype, device) in first-seen order, each group cut before a
-    tensor that would take its bucket past bucket_size_mb MiB (if positive)."""
-    limit = bucket_size_mb * 1024 * 1024 if bucket_size_mb > 0 else None
-    groups = {}  # key: [[bytes, tensors], ...]
-    for tensor in tensors:
-        key = (type(tensor), str(tensor.dtype), str(getattr(tensor, "device", "cpu")))
-        buckets = groups.setdefault(key, [[0, []]])
-        if limit is not None and buckets[-1][1] and buckets[-1][0] + _nbytes(tensor) > limit:
-            buckets.append([0, []])
-        buckets[-1][0] += _nbytes(tensor)
-        buckets[-1][1].append(tensor)
-    return [bucket for buckets in groups.values() for _, bucket in buckets]
-
-
-def _flatten(bucket):
-    if hasattr(type(bucket[0]), "new_empty"):
-        import torch
-        return torch.cat([t.reshape(-1) for t in bucket])
-    import numpy
-    return numpy.concatenate([t.reshape(-1) for t in bucket])
+            offset += _pieces.numel(tensor)
 
 
 def collect_results(results, size, device="cpu", tmpdir=None):

@@ -116,6 +116,42 @@ def mmengine_helpers():
     assert out["b"][0].tolist() == [1.0, 1.0], out
 
 
+def torch_tensor_forms():
+    """torch's single-tensor collectives, their pieces written in place."""
+    rank, world = dist.get_dist_info()
+    out = torch.full((world * 2,), -7.0)
+    dist.all_gather_into_tensor(out, torch.tensor([rank, -rank], dtype=torch.float32))
+    assert out.tolist() == [v for r in range(world) for v in (r, -r)], out
+    stacked = np.zeros((world, 2, 1), np.int64)
+    dist.all_gather_into_tensor(stacked, np.array([[rank], [rank * 10]]))
+    assert stacked.tolist() == [[[r], [r * 10]] for r in range(world)], stacked
+    # Rank r's output: the sum over ranks of their input piece r (input[i] = i + 100 * rank).
+    piece = torch.empty(3)
+    work = dist.reduce_scatter_tensor(piece, torch.arange(world * 3.0) + 100 * rank,
+                                      async_op=True)
+    work.wait()
+    ranks_total = 100 * sum(range(world))
+    assert piece.tolist() == [world * (rank * 3 + k) + ranks_total for k in range(3)], piece
+    # Equal slices: rank r sends r * 100 + j to rank j.
+    received = torch.empty(world, dtype=torch.int64)
+    dist.all_to_all_single(received, torch.tensor([rank * 100 + j for j in range(world)]))
+    assert received.tolist() == [s * 100 + rank for s in range(world)], received
+    # Slices of their own sizes: rank r sends j + 1 values to rank j, so receives r + 1 from each.
+    sent = np.array([rank * 1000 + j * 10 + k for j in range(world) for k in range(j + 1)])
+    got = np.zeros(world * (rank + 1), np.int64)
+    dist.all_to_all_single(got, sent, output_split_sizes=[rank + 1] * world,
+                           input_split_sizes=[j + 1 for j in range(world)])
+    assert got.tolist() == [s * 1000 + rank * 10 + k for s in range(world)
+                            for k in range(rank + 1)], got
+    for bad in (lambda: dist.all_gather_into_tensor(torch.empty(world * 2, 2).t(), torch.ones(2)),
+                lambda: dist.all_gather_into_tensor(torch.empty(world * 2 + 1), torch.ones(2))):
+        try:
+            bad()
+            raise AssertionError("accepted")
+        except InvalidArgument as e:
+            assert "output_tensor" in str(e), e
+
+
 def torch_style_ops():
     rank, world = dist.get_dist_info()
     r = torch.tensor([float(rank)])
@@ -307,7 +343,7 @@ def side_groups():
 
 def run_all(tmpdir):
     for body in (tensor_all_reduce, tensor_broadcast_gather, gathered_dtypes_and_shapes,
-                 mmengine_helpers, torch_style_ops, point_to_point,
+                 mmengine_helpers, torch_tensor_forms, torch_style_ops, point_to_point,
                  async_work, objects, object_types, large_objects, groups, side_groups):
         body()
     collect_results(tmpdir)

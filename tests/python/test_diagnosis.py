@@ -3,7 +3,6 @@ the program's own call sites; bad input as ranks.errors exceptions; each rank is
 thread would be; the same seed giving the same run."""
 
 import contextvars
-import inspect
 import json
 import signal
 import os

@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bodies  # noqa: E402
 import ranks.dist as dist  # noqa: E402
 import ranks.sim  # noqa: E402
+from ranks import _pieces  # noqa: E402
 
 
 @pytest.mark.parametrize("backend", ["gloo", "mpi"])
@@ -84,9 +85,9 @@ def test_param_buckets():
     i = torch.zeros(2, dtype=torch.int64)
     a = np.zeros(2, np.float32)
     ids = lambda buckets: [[id(t) for t in bucket] for bucket in buckets]  # noqa: E731
-    assert ids(dist._buckets([f[0], i, f[1], a, f[2]], -1)) == \
+    assert ids(_pieces.buckets([f[0], i, f[1], a, f[2]], -1)) == \
         [[id(f[0]), id(f[1]), id(f[2])], [id(i)], [id(a)]]
-    assert ids(dist._buckets([f[0], f[1], f[2]], 32 / 2**20)) == \
+    assert ids(_pieces.buckets([f[0], f[1], f[2]], 32 / 2**20)) == \
         [[id(f[0]), id(f[1])], [id(f[2])]]
     big = torch.zeros(100)  # past the limit alone: a bucket of its own
-    assert ids(dist._buckets([big, f[0], f[1]], 16 / 2**20)) == [[id(big)], [id(f[0])], [id(f[1])]]
+    assert ids(_pieces.buckets([big, f[0], f[1]], 16 / 2**20)) == [[id(big)], [id(f[0])], [id(f[1])]]
