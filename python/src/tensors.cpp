@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <string>
+
 #include "bindings.hpp"
 #include "dlpack/dlpack.h"
 #include "ranks/detail/dlpack_bool.hpp"
@@ -45,32 +48,33 @@ Tensor tensor_of(py::handle object, std::string_view what) {
   static PyObject* const dlpack_name = PyUnicode_InternFromString("__dlpack__");
   static PyObject* const requires_grad_name = PyUnicode_InternFromString("requires_grad");
   PyObject* exported = PyObject_CallMethodNoArgs(object.ptr(), dlpack_name);
-  if (exported == nullptr && PyErr_ExceptionMatches(PyExc_RuntimeError) &&
-      PyObject_HasAttr(object.ptr(), requires_grad_name)) {
-    // torch exports no tensor that requires grad; collectives work on its data, as
-    // torch.distributed's do, so share the detached view (the same memory).
-    PyErr_Clear();
-    py::object detached = py::reinterpret_borrow<py::object>(object).attr("detach")();
-    exported = PyObject_CallMethodNoArgs(detached.ptr(), dlpack_name);
-  }
   bool relabel_bool = false;
-  if (exported == nullptr && !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-    py::error_already_set refusal;  // kept, to report if the uint8 view cannot be shared either
-    exported = export_bool_as_bytes(object);
-    relabel_bool = exported != nullptr;
-    if (!relabel_bool) refusal.restore();
-  }
   if (exported == nullptr) {
-    const bool not_a_tensor = PyErr_ExceptionMatches(PyExc_AttributeError) != 0;
-    py::error_already_set error;
-    if (not_a_tensor) {
+    // The refusal is fetched at once: nothing may look an attribute up while an error is
+    // pending (a lookup that misses the type's cache then fails and clears the error).
+    std::optional<py::error_already_set> refusal{std::in_place};
+    if (refusal->matches(PyExc_AttributeError)) {
       throw InvalidArgument(fmt::format(
           "{} must be a tensor (a torch.Tensor or numpy.ndarray), got {}", what,
           object.is_none() ? std::string("None") : type_name(object)));
     }
-    // numpy refuses read-only arrays and some dtypes; torch refuses tensors that need grad.
-    throw InvalidArgument(fmt::format("{} cannot be shared with ranks through DLPack: {}", what,
-                                      error.what()));
+    if (refusal->matches(PyExc_RuntimeError) &&
+        PyObject_HasAttr(object.ptr(), requires_grad_name)) {
+      // torch exports no tensor that requires grad; collectives work on its data, as
+      // torch.distributed's do, so share the detached view (the same memory).
+      py::object detached = py::reinterpret_borrow<py::object>(object).attr("detach")();
+      exported = PyObject_CallMethodNoArgs(detached.ptr(), dlpack_name);
+      if (exported == nullptr) refusal.emplace();
+    }
+    if (exported == nullptr) {
+      exported = export_bool_as_bytes(object);
+      relabel_bool = exported != nullptr;
+    }
+    if (exported == nullptr) {
+      // numpy refuses read-only arrays and some dtypes; torch refuses some dtypes.
+      throw InvalidArgument(fmt::format("{} cannot be shared with ranks through DLPack: {}",
+                                        what, refusal->what()));
+    }
   }
   py::object capsule = py::reinterpret_steal<py::object>(exported);
   auto* managed =

@@ -87,6 +87,19 @@ def test_crashed_rank_is_not_swallowed_by_except_exception():
     assert all(isinstance(error, ranks.RankFailure) for error in caught), caught
 
 
+class _GradLike:
+    requires_grad = False  # found on a base class: the lookup misses the subclass's dict first
+
+
+class _RefusesDLPack(_GradLike):
+    def __dlpack__(self, stream=None):
+        sys._clear_type_cache()
+        raise RuntimeError("refused")
+
+    def detach(self):
+        return self
+
+
 def test_bad_input_raises_ranks_errors():
     seen = {}
 
@@ -105,6 +118,12 @@ def test_bad_input_raises_ranks_errors():
         assert "not supported" in str(error.value)
         with pytest.raises(ranks.InvalidArgument):
             dist.all_gather_object(threading.Lock())  # cannot be pickled
+        # A refusal is reported as itself even when the lookups after it miss the type cache
+        # (an attribute looked up with the error pending used to clear it).
+        with pytest.raises(ranks.InvalidArgument) as error:
+            dist.all_reduce(_RefusesDLPack())
+        assert "cannot be shared with ranks through DLPack: RuntimeError: refused" in \
+            str(error.value), error.value
         try:
             dist.all_reduce(torch.ones(2 + rank))  # <mismatch-site>
         except ranks.Mismatch as error:
