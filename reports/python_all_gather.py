@@ -12,7 +12,6 @@ at MASTER_PORT + 1.
 """
 
 import argparse
-import os
 import resource
 import statistics
 import time
@@ -21,6 +20,7 @@ import torch
 import torch.distributed as td
 
 import ranks.dist as dist
+from python_overhead import join_both
 
 
 def faults():
@@ -46,12 +46,7 @@ def main():
     parser.add_argument("--backend", default="gloo", choices=["gloo", "mpi"])
     args = parser.parse_args()
 
-    dist.init_dist(dist.infer_launcher(), backend=args.backend)
-    rank, world = dist.get_dist_info()
-    port = int(os.environ.get("MASTER_PORT", "29649")) + 1
-    address = os.environ.get("MASTER_ADDR", "127.0.0.1")
-    td.init_process_group("gloo", init_method=f"tcp://{address}:{port}", rank=rank,
-                          world_size=world)
+    rank, world = join_both(args.backend)  # reports/python_overhead.py
 
     def torch_all_gather(data):
         pieces = [torch.empty_like(data) for _ in range(world)]

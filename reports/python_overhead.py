@@ -39,6 +39,18 @@ def per_call(fn, iters):
     return elapsed.item() / iters
 
 
+def join_both(backend):
+    """Joins the job with ranks.dist (over ``backend``) and torch.distributed (over gloo, its own
+    store on MASTER_PORT + 1, as the same processes): (rank, world size)."""
+    dist.init_dist(dist.infer_launcher(), backend=backend)
+    rank, world = dist.get_dist_info()
+    port = int(os.environ.get("MASTER_PORT", "29649")) + 1
+    address = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    td.init_process_group("gloo", init_method=f"tcp://{address}:{port}", rank=rank,
+                          world_size=world)
+    return rank, world
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=7)
@@ -48,12 +60,7 @@ def main():
     parser.add_argument("--backend", default="gloo", choices=["gloo", "mpi"])
     args = parser.parse_args()
 
-    dist.init_dist(dist.infer_launcher(), backend=args.backend)
-    rank, world = dist.get_dist_info()
-    port = int(os.environ.get("MASTER_PORT", "29649")) + 1
-    address = os.environ.get("MASTER_ADDR", "127.0.0.1")
-    td.init_process_group("gloo", init_method=f"tcp://{address}:{port}", rank=rank,
-                          world_size=world)
+    rank, world = join_both(args.backend)
 
     small = torch.zeros(2)
     anchor = {f"k{i}": i for i in range(args.entries)}
