@@ -20,6 +20,11 @@ python=/usr/bin/python3
   for run in "1024 0" "1024 1000" "10000 0" "10000 20"; do
     $python "$root/reports/python_sim.py" $run
   done
+  # The rank-op rate depends on which of a virtual machine's cpus runs the process: each in turn.
+  for cpu in $(seq 0 $(($(nproc --all) - 1))); do
+    echo -n "cpu $cpu: "
+    taskset -c "$cpu" $python "$root/reports/python_sim.py" 1024 1000
+  done
   echo
   echo "## object payloads, one process (pickle, marshal, and the plain format plain values travel in)"
   $python "$root/reports/python_codec.py"

@@ -47,6 +47,10 @@ Tensor tensor_of(py::handle object, std::string_view what);
 // None: the default (world) group; else a ranks._core.Group.
 Group group_of(py::handle group);
 
+// A reduce op's name as Python passes it (a str, any case; checked by the op that parses it);
+// anything else: InvalidArgument listing the ops.
+std::string op_name_of(py::handle op);
+
 // Whether this thread runs simulated ranks (then it holds the GIL throughout: every rank is a
 // fiber of this thread, and a wait switches fibers rather than blocking the thread).
 bool simulating();

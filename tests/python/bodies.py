@@ -26,7 +26,7 @@ def tensor_all_reduce():
     dist.broadcast(mask, src=0)
     assert mask.tolist() == [True, False, True] and mask.dtype == np.bool_, mask
     t = torch.full((5,), float(rank + 1))
-    dist.all_reduce(t)
+    assert dist.all_reduce(data=t, op="sum", group=None, async_op=False) is None
     assert t.tolist() == [world * (world + 1) / 2] * 5, t
     a = np.arange(4, dtype=np.int64) * (rank + 1)
     dist.all_reduce(a, "MAX")

@@ -113,6 +113,12 @@ def test_bad_input_raises_ranks_errors():
             dist.all_reduce(torch.ones(4, 4).t())  # not contiguous
         with pytest.raises(ranks.InvalidArgument):
             dist.all_reduce(torch.ones(2), op="average")
+        for call in (lambda: dist.all_reduce(torch.ones(2), op=0),
+                     lambda: dist.reduce(torch.ones(2), op=None)):
+            with pytest.raises(ranks.InvalidArgument) as error:
+                call()
+            assert str(error.value).startswith(
+                "op must be a string, one of sum, mean, product, min, max, band, bor, bxor; got ")
         with pytest.raises(ranks.InvalidArgument) as error:
             dist.all_reduce(torch.zeros(2, dtype=torch.complex64))
         assert "not supported" in str(error.value)
