@@ -5,11 +5,16 @@ that text (a scenario's summary line).
 
     check_real.py --ranks 3 --backend gloo -- ranks run -n 3 -- python3 run_real.py @tmpdir
     check_real.py --printed "train_step.py: 3 ranks" -- ranks run -n 3 -- python3 train_step.py
+    check_real.py --ranks 1 --backend nccl --no-gpu-says "no CUDA device" -- ranks run ...
+
+With --no-gpu-says, on a machine without a GPU (no /dev/nvidia<N>) the command must fail and
+say that text instead.
 
 @tmpdir in the command stands for a fresh directory every rank can reach (collect_results').
 """
 
 import argparse
+import glob
 import re
 import subprocess
 import sys
@@ -21,6 +26,7 @@ def main():
     parser.add_argument("--ranks", type=int)
     parser.add_argument("--backend")
     parser.add_argument("--printed")
+    parser.add_argument("--no-gpu-says")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -28,6 +34,13 @@ def main():
         command = [scratch if part == "@tmpdir" else part for part in command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=110)
     output = done.stdout + done.stderr
+    if args.no_gpu_says is not None and not glob.glob("/dev/nvidia[0-9]*"):
+        if done.returncode == 0 or args.no_gpu_says not in output:
+            print(output)
+            sys.exit(f"check_real: without a GPU, exit status {done.returncode}; output "
+                     f"{'has' if args.no_gpu_says in output else 'lacks'} {args.no_gpu_says!r}")
+        print(f"no GPU: failed saying {args.no_gpu_says!r}")
+        return
     if args.printed is not None:
         if done.returncode != 0 or args.printed not in done.stdout:
             print(output)
