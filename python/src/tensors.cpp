@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -42,12 +43,57 @@ PyObject* export_bool_as_bytes(py::handle object) {
   }
 }
 
+// A plain torch cpu tensor exported by torch.utils.dlpack.to_dlpack, torch's exporter without
+// Tensor.__dlpack__'s Python frame around it, which is a third of what sharing a tensor costs.
+// What that frame checks does not apply here: only exactly torch.Tensor is taken (no subclass
+// with __torch_function__), only on the cpu (on a GPU it orders the streams), a tensor that
+// requires grad is shared as its detached view would be, and the conjugate and negative bits
+// are set only on complex tensors (ranks supports no complex dtype) and by torch's private
+// _neg_view. Null (no Python error set) otherwise, or where the exporter refuses (bool): the
+// caller then asks __dlpack__, which says why.
+PyObject* export_torch_cpu(py::handle object) {
+  static PyTypeObject* tensor_type = nullptr;
+  static PyObject* to_dlpack = nullptr;
+  if (tensor_type == nullptr) {
+    if (std::strcmp(Py_TYPE(object.ptr())->tp_name, "Tensor") != 0) return nullptr;
+    py::object torch =
+        py::reinterpret_steal<py::object>(PyImport_GetModule(py::str("torch").ptr()));
+    if (!torch) {
+      PyErr_Clear();  // torch not imported (then no error is set), or sys.modules unreadable
+      return nullptr;
+    }
+    try {
+      py::object exporter = py::module_::import("torch.utils.dlpack").attr("to_dlpack");
+      to_dlpack = exporter.release().ptr();
+      py::object type = torch.attr("Tensor");
+      tensor_type = reinterpret_cast<PyTypeObject*>(type.release().ptr());
+    } catch (py::error_already_set&) {
+      return nullptr;
+    }
+  }
+  if (Py_TYPE(object.ptr()) != tensor_type) return nullptr;
+  PyObject* capsule = PyObject_CallOneArg(to_dlpack, object.ptr());
+  if (capsule == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const auto* managed =
+      static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (managed == nullptr || managed->dl_tensor.device.device_type != kDLCPU) {
+    PyErr_Clear();
+    Py_DECREF(capsule);  // unused: torch's deleter frees the export
+    return nullptr;
+  }
+  return capsule;
+}
+
 }  // namespace
 
 Tensor tensor_of(py::handle object, std::string_view what) {
   static PyObject* const dlpack_name = PyUnicode_InternFromString("__dlpack__");
   static PyObject* const requires_grad_name = PyUnicode_InternFromString("requires_grad");
-  PyObject* exported = PyObject_CallMethodNoArgs(object.ptr(), dlpack_name);
+  PyObject* exported = export_torch_cpu(object);
+  if (exported == nullptr) exported = PyObject_CallMethodNoArgs(object.ptr(), dlpack_name);
   bool relabel_bool = false;
   if (exported == nullptr) {
     // The refusal is fetched at once: nothing may look an attribute up while an error is
