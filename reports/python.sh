@@ -17,7 +17,7 @@ python=/usr/bin/python3
   echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)  host: $(uname -n)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) x $(nproc --all)  git: $(git -C "$root" rev-parse --short HEAD)"
   echo
   echo "## simulated (ranks.sim.run, one process)"
-  for run in "1024 0" "1024 1000" "10000 0" "10000 20"; do
+  for run in "1024 0" "1024 1000" "1024 1000 torch" "10000 0" "10000 20"; do
     $python "$root/reports/python_sim.py" $run
   done
   # The rank-op rate depends on which of a virtual machine's cpus runs the process: each in turn.
