@@ -44,7 +44,7 @@ PyObject* export_bool_as_bytes(py::handle object) {
 }
 
 // A plain torch cpu tensor exported by torch.utils.dlpack.to_dlpack, torch's exporter without
-// Tensor.__dlpack__'s Python frame around it, which is a third of what sharing a tensor costs.
+// Tensor.__dlpack__'s Python method around it (a Python frame on every share of a tensor).
 // What that frame checks does not apply here: only exactly torch.Tensor is taken (no subclass
 // with __torch_function__), only on the cpu (on a GPU it orders the streams), a tensor that
 // requires grad is shared as its detached view would be, and the conjugate and negative bits
