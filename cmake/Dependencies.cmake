@@ -12,9 +12,11 @@ if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
 endif()
 
-# The Python package: Debian's python3 and pybind11 (python3-dev, pybind11-dev). Debian's
-# interpreter, not whichever python3 is first on PATH: the package is built for its ABI and
-# installed where it looks (lib/python3/dist-packages).
+# The Python package: pybind11 and the interpreter given as Python3_EXECUTABLE (tools/test.sh
+# gives the project's virtual environment's; `pip install` the one it runs in), by default
+# Debian's python3 (python3-dev, pybind11-dev), not whichever python3 is first on PATH: the
+# package is built for its ABI and `cmake --install` puts it where that one looks
+# (lib/python3/dist-packages).
 set(RANKS_HAS_PYTHON OFF)
 if(NOT RANKS_WITH_PYTHON STREQUAL "OFF")
   if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
@@ -22,7 +24,14 @@ if(NOT RANKS_WITH_PYTHON STREQUAL "OFF")
   endif()
   find_package(Python3 COMPONENTS Interpreter Development.Module)
   set(PYBIND11_FINDPYTHON ON)
-  find_package(pybind11 CONFIG QUIET)
+  # pybind11 from that interpreter's packages (pip's build environment, the project's virtual
+  # environment) first, else the system's (pybind11-dev).
+  if(Python3_FOUND)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -m pybind11 --cmakedir
+                    OUTPUT_VARIABLE RANKS_PYBIND11_DIR OUTPUT_STRIP_TRAILING_WHITESPACE
+                    ERROR_QUIET)
+  endif()
+  find_package(pybind11 CONFIG QUIET HINTS ${RANKS_PYBIND11_DIR})
   if(Python3_FOUND AND pybind11_FOUND)
     set(RANKS_HAS_PYTHON ON)
   elseif(RANKS_WITH_PYTHON STREQUAL "ON")
@@ -30,3 +39,9 @@ if(NOT RANKS_WITH_PYTHON STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "ranks: Python package ${RANKS_HAS_PYTHON}")
+# torch's launcher, for the tests that run programs under it: the one beside the interpreter
+# (the project's environment's), else the first on PATH.
+if(Python3_EXECUTABLE)
+  get_filename_component(RANKS_PYTHON_BIN_DIR "${Python3_EXECUTABLE}" DIRECTORY)
+endif()
+find_program(RANKS_TORCHRUN torchrun HINTS ${RANKS_PYTHON_BIN_DIR} NO_CACHE)

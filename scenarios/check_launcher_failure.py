@@ -39,9 +39,13 @@ def srun_verdict(output, variable):
     return None
 
 
+# torch's launcher beside this interpreter (the project's environment's), else the one on PATH.
+TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
+if not os.access(TORCHRUN, os.X_OK):
+    TORCHRUN = "torchrun"
+
 LAUNCHERS = {
-    "torchrun": (["torchrun", "--nproc_per_node", "3", "--redirects", "9:1", "--tee", "9:1"],
-                 ["--no_python"], torchrun_verdict),
+    "torchrun": ([TORCHRUN, "--nproc_per_node", "3"], ["--no_python"], torchrun_verdict),
     "srun": (["srun", "-n", "3"], [], srun_verdict),
 }
 

@@ -38,7 +38,7 @@ TEST(TorchStoreClient, AServerThatDoesNotSpeakTorch113IsNamedAsSuch) {
     FAIL() << "joined a server that never answers";
   } catch (const RendezvousError& e) {
     EXPECT_TRUE(Contains(e.what(), "torchrun's agent store 127.0.0.1:"));
-    EXPECT_TRUE(Contains(e.what(), "did not answer a query of torch 1.13's store protocol"));
+    EXPECT_TRUE(Contains(e.what(), "did not answer a query of the store protocol of torch 2.4"));
     EXPECT_TRUE(Contains(e.what(), "no answer within 200 ms"));
   }
 }

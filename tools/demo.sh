@@ -7,7 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools/setup.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# The project's Python environment (tools/setup.sh): its python builds the extension, its
+# torchrun and pytest run the tests, as in a user's activated environment.
+venv=${RANKS_VENV:-$PWD/.venv}
+export PATH=$venv/bin:$PATH
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$venv/bin/python" >/dev/null
 cmake --build build --target ranks_cli train_step pipeline eval_gather
 
 report=build/train_step.report.json

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ranks/op.hpp"
+#include "ranks/store.hpp"
 #include "ranks/work.hpp"
 
 namespace ranks {
@@ -54,6 +55,12 @@ class Backend {
   // (runtime/ranks/real/side_group.cpp); the simulator makes a group under that backend's rules.
   virtual std::unique_ptr<Backend> create_side_group(const GroupSpec& spec,
                                                      std::string_view backend);
+  // A communicator for a group made by new_group_of_members(): called on its members only. By
+  // default, in real runs, this backend's world made over the members through `store` when the
+  // backend rendezvouses through a store (runtime/ranks/real/member_group.cpp), else
+  // Unsupported; the simulator makes the group as create_subgroup does.
+  virtual std::unique_ptr<Backend> create_member_group(const GroupSpec& spec,
+                                                       std::shared_ptr<Store> store);
 
  private:
   std::unique_ptr<OpRequest> scratch_;  // draft()'s, made on first use

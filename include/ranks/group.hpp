@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ranks/store.hpp"
+
 namespace ranks {
 
 namespace detail {
@@ -50,5 +52,16 @@ Group new_group(std::vector<int> global_ranks,
 // as the overload above. InvalidArgument for a backend name not in backend_names().
 Group new_group(std::vector<int> global_ranks, std::string_view backend,
                 std::source_location where = std::source_location::current());
+
+// A group made by its members alone, as torch.distributed makes a backend's groups (torch asks
+// the backend for a group on the members only): each member passes the same global ranks and
+// name, and the store the members meet through (torch's, under the group's own prefix). Real
+// runs: the world's backend made over the members through that store (gloo, nccl); Unsupported
+// where the backend's groups are split from the world by every rank (mpi). Simulated: a group
+// under the world's rules. No rank outside the group calls it, so nothing checks that the
+// members agree before the group's first op.
+Group new_group_of_members(std::vector<int> global_ranks, std::string name,
+                           std::shared_ptr<Store> store,
+                           std::source_location where = std::source_location::current());
 
 }  // namespace ranks

@@ -8,6 +8,7 @@ simulated ranks in this process (see ranks._script), prints the report and exits
 """
 
 import os as _os
+import sys as _sys
 
 from ranks import _core
 from ranks.errors import (BackendError, Deadlock, Error, InvalidArgument, Mismatch, RankFailure,
@@ -17,7 +18,20 @@ __version__ = "0.1.0"
 
 _core.set_package_directory(_os.path.dirname(_os.path.abspath(__file__)))
 
-if _os.environ.get("RANKS_SIM_WORLD_SIZE") and not _core.simulating():
+
+def _simulate_script_if_asked():
+    """Under ``ranks sim``, the first import of ranks by the script runs it simulated (and ends
+    the interpreter). Not while torch is being imported: torch 2.5+ imports ranks.torch from its
+    own import (the "torch.backends" entry point), and the script must not run inside that; its
+    own ``import ranks.dist`` comes later."""
+    if not _os.environ.get("RANKS_SIM_WORLD_SIZE") or _core.simulating():
+        return
+    torch = _sys.modules.get("torch")
+    if torch is not None and getattr(getattr(torch, "__spec__", None), "_initializing", False):
+        return
     from ranks import _script
 
     _script.run_simulated()
+
+
+_simulate_script_if_asked()

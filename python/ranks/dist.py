@@ -21,6 +21,7 @@ import functools
 import os
 import threading
 
+import ranks
 from ranks import _core, _pieces
 from ranks._devices import cast_data_device, get_data_device  # noqa: F401  (MMEngine's names)
 from ranks.errors import Error, InvalidArgument
@@ -467,3 +468,8 @@ def sleep(seconds):
 def now():
     """Seconds since an arbitrary epoch; a simulated rank's virtual clock."""
     return _core.now()
+
+
+# A script that imported torch (and with it ranks, through torch's entry point) before
+# ranks.dist is simulated from here under `ranks sim`, once every name above is defined.
+ranks._simulate_script_if_asked()

@@ -10,6 +10,7 @@
 
 #include "ranks/group.hpp"
 #include "ranks/object/archive.hpp"
+#include "ranks/store.hpp"
 #include "ranks/tensor.hpp"
 #include "ranks/work.hpp"
 
@@ -46,6 +47,10 @@ Tensor tensor_of(py::handle object, std::string_view what);
 
 // None: the default (world) group; else a ranks._core.Group.
 Group group_of(py::handle group);
+
+// A Python object with torch.distributed.Store's methods as a ranks Store (python_store.cpp);
+// None: null. InvalidArgument naming a missing method.
+std::shared_ptr<Store> store_of(py::handle store);
 
 // A reduce op's name as Python passes it (a str, any case; checked by the op that parses it);
 // anything else: InvalidArgument listing the ops.

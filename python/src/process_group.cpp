@@ -44,12 +44,16 @@ Group group_of(py::handle group) {
 void register_process_group(py::module_& m) {
   m.def("init_process_group",
         [](std::string backend, std::optional<std::string> init_method, int world_size, int rank,
-           std::optional<double> timeout) {
-          init_process_group(init_options(std::move(backend), std::move(init_method), world_size,
-                                          rank, timeout));
+           std::optional<double> timeout, py::handle store) {
+          InitOptions options = init_options(std::move(backend), std::move(init_method),
+                                             world_size, rank, timeout);
+          options.store = store_of(store);
+          // Without the GIL: the backends rendezvous through the store from threads of their own
+          // too, and a Python store takes the GIL for each call.
+          blocking([&] { init_process_group(options); });
         },
         py::arg("backend"), py::arg("init_method"), py::arg("world_size"), py::arg("rank"),
-        py::arg("timeout"));
+        py::arg("timeout"), py::arg("store") = py::none());
   m.def("init_dist",
         [](std::string launcher, std::string backend, std::optional<std::string> init_method,
            std::optional<double> timeout) {
@@ -92,6 +96,17 @@ void register_process_group(py::module_& m) {
         });
       },
       py::arg("ranks"), py::arg("backend") = py::none());
+  m.def(
+      "new_group_of_members",
+      [](std::vector<int> global_ranks, std::string name, py::handle store) {
+        const std::source_location where = python_call_site();
+        std::shared_ptr<Store> members_store = store_of(store);
+        return blocking([&] {
+          return new_group_of_members(std::move(global_ranks), std::move(name),
+                                      std::move(members_store), where);
+        });
+      },
+      py::arg("ranks"), py::arg("name"), py::arg("store"));
   m.def("barrier", [](py::handle group) {
     const Group resolved = group_of(group);
     const std::source_location where = python_call_site();

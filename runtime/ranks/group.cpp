@@ -142,6 +142,39 @@ Group new_group(std::vector<int> global_ranks, std::source_location where) {
   return make_group(std::move(global_ranks), {}, where);
 }
 
+Group new_group_of_members(std::vector<int> global_ranks, std::string name,
+                           std::shared_ptr<Store> store, std::source_location where) {
+  Context& context = current();
+  detail::Call call{OpKind::NewGroup, context.world.get(), where};
+  if (!context.initialized) {
+    throw InvalidArgument(fmt::format("new_group_of_members at {}: not distributed",
+                                      detail::where_str(where)));
+  }
+  std::sort(global_ranks.begin(), global_ranks.end());
+  if (global_ranks.empty()) detail::fail(call, "the member list is empty");
+  if (std::adjacent_find(global_ranks.begin(), global_ranks.end()) != global_ranks.end() ||
+      global_ranks.front() < 0 || global_ranks.back() >= context.world_size) {
+    detail::fail(call, fmt::format("the member list [{}] repeats a rank or has ranks outside "
+                                   "[0, {})",
+                                   fmt::join(global_ranks, ", "), context.world_size));
+  }
+  auto self = std::find(global_ranks.begin(), global_ranks.end(), context.rank);
+  if (self == global_ranks.end()) {
+    detail::fail(call, fmt::format("rank {} is not one of the members [{}]; only members make "
+                                   "such a group",
+                                   context.rank, fmt::join(global_ranks, ", ")));
+  }
+  auto impl = detail::make_group_impl();
+  const int group_rank = static_cast<int>(self - global_ranks.begin());
+  impl->spec = GroupSpec{std::make_shared<const std::vector<int>>(std::move(global_ranks)),
+                         group_rank, fmt::format("{}/{}", context.world->spec.name, name)};
+  impl->timeout = context.world->timeout;
+  impl->backend_name = context.world->backend_name;
+  impl->capabilities = context.world->capabilities;
+  impl->backend = context.world->backend->create_member_group(impl->spec, std::move(store));
+  return Group(std::move(impl));
+}
+
 Group new_group(std::vector<int> global_ranks, std::string_view backend,
                 std::source_location where) {
   return make_group(std::move(global_ranks), backend, where);

@@ -4,6 +4,7 @@
 # `ranks sim` and, when gloo was built, under `ranks run --backend gloo`.
 set -euo pipefail
 build_dir=$1
+python=${2:-/usr/bin/python3}  # the interpreter the build's Python package is for
 source_dir=$(cd "$(dirname "$0")" && pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -65,10 +66,10 @@ if compgen -G "$build_dir/python/ranks/_core*.so" >/dev/null; then
     echo "the Python package is not installed under $packages/ranks" >&2
     exit 1
   }
-  PYTHONPATH="$packages" /usr/bin/python3 -c \
+  PYTHONPATH="$packages" "$python" -c \
     'import ranks, ranks.dist as d; assert ranks.__file__.startswith("'"$packages"'"); assert d.get_dist_info() == (0, 1)'
   PYTHONPATH="$packages" "$scratch/prefix/bin/ranks" sim -n 4 --backend gloo -- \
-    /usr/bin/python3 "$source_dir/../../scenarios/python/train_step.py" | grep -q "4 ranks x 3 steps"
+    "$python" "$source_dir/../../scenarios/python/train_step.py" | grep -q "4 ranks x 3 steps"
   # The README's Python example, as written, simulated by the installed CLI.
   awk '/^## Python/ {section = 1} section && /^```python/ {code = 1; next}
        code && /^```/ {exit} code {print}' "$source_dir/../../README.md" >"$scratch/readme_example.py"
@@ -77,7 +78,7 @@ if compgen -G "$build_dir/python/ranks/_core*.so" >/dev/null; then
     exit 1
   }
   PYTHONPATH="$packages" "$scratch/prefix/bin/ranks" sim -n 4 --backend gloo \
-    --report "$scratch/readme_example.json" -- /usr/bin/python3 "$scratch/readme_example.py" >/dev/null
+    --report "$scratch/readme_example.json" -- "$python" "$scratch/readme_example.py" >/dev/null
   grep -q '"outcome": "ok"' "$scratch/readme_example.json"
 fi
 

@@ -10,7 +10,8 @@ that text (a scenario's summary line).
 With --no-gpu-says, on a machine without a GPU (no /dev/nvidia<N>) the command must fail and
 say that text instead.
 
-@tmpdir in the command stands for a fresh directory every rank can reach (collect_results').
+@tmpdir in the command (an argument, or part of one) stands for a fresh directory every rank
+can reach (collect_results', a file store's file).
 """
 
 import argparse
@@ -31,7 +32,7 @@ def main():
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     with tempfile.TemporaryDirectory() as scratch:
-        command = [scratch if part == "@tmpdir" else part for part in command]
+        command = [part.replace("@tmpdir", scratch) for part in command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=110)
     output = done.stdout + done.stderr
     if args.no_gpu_says is not None and not glob.glob("/dev/nvidia[0-9]*"):

@@ -17,6 +17,7 @@
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/launch/job_secret.hpp"
+#include "ranks/real/group_setup.hpp"
 #include "ranks/store/tcp_store.hpp"
 #include "ranks/tensor.hpp"
 
@@ -79,14 +80,8 @@ std::shared_ptr<Store> job_store(Context& context, const GroupSpec& spec) {
 
 std::unique_ptr<Backend> Backend::create_side_group(const GroupSpec& spec,
                                                     std::string_view backend) {
-  Context& context = current();
-  backends::WorldSetup setup;
-  setup.rank = context.rank;
-  setup.world_size = context.world_size;
-  setup.local_rank = context.local_rank;
-  setup.timeout = context.world->timeout;
-  setup.group = spec;
-  if (capabilities(backend).rendezvous_through_store) setup.store = job_store(context, spec);
+  backends::WorldSetup setup = detail::group_setup(spec);
+  if (capabilities(backend).rendezvous_through_store) setup.store = job_store(current(), spec);
   return backends::create_world(backend, setup);
 }
 

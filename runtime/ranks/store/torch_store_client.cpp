@@ -30,7 +30,7 @@ constexpr uint8_t kNotReady = 1;
 constexpr uint64_t kMaxReplyValue = uint64_t{1} << 30;
 
 // How long a server that accepted the connection may take to answer the first query before it
-// is taken for something that does not speak torch 1.13's protocol.
+// is taken for something that does not speak torch 2.x's protocol.
 constexpr auto kProbeTimeout = std::chrono::seconds(5);
 
 // One query's bytes, as torch's client lays them out.
@@ -142,7 +142,8 @@ class TorchStoreClient::Exchange {
         break;
     }
     throw RendezvousError(fmt::format(
-        "{}: {}: the server sent {}; is the program listening there torch 1.13's store?",
+        "{}: {}: the server sent {}; is the program listening there the store of torch 2.4 or "
+        "newer?",
         client_.name_, what_, e.what()));
   }
 
@@ -170,9 +171,9 @@ TorchStoreClient::TorchStoreClient(std::string host, int port, std::chrono::mill
     (void)read_value<int64_t>(connection.get(), probe_deadline);
   } catch (const ConnectionError& e) {
     throw RendezvousError(fmt::format(
-        "{}: the server accepted the connection but did not answer a query of torch 1.13's "
-        "store protocol ({}): this torchrun is another torch release, whose agent store this "
-        "library cannot join; start the job with `ranks run` (one node or several) or give the "
+        "{}: the server accepted the connection but did not answer a query of the store "
+        "protocol of torch 2.4 and newer ({}): this torchrun is an older torch release, whose "
+        "agent store this library cannot join; start the job with `ranks run` (one node or several) or give the "
         "ranks a store of their own (init_method tcp://)",
         name_,
         e.why() == Why::Overdue ? fmt::format("no answer within {}", describe_duration(probe))
@@ -197,6 +198,15 @@ Fd TorchStoreClient::acquire(Clock::time_point deadline) {
     connected = std::move(attempt.fd);
     return attempt.why;
   });
+  if (why.empty()) {
+    try {
+      QueryBytes(Query::Validate).value<uint32_t>(kValidationMagic).send(connected.get(), deadline);
+    } catch (const ConnectionError& e) {
+      throw RendezvousError(
+          fmt::format("{}: the server closed a new connection before its validation: {}", name_,
+                      e.what()));
+    }
+  }
   if (!why.empty()) {
     throw Timeout(fmt::format(
         "{}: could not reach the server within {} (last attempt: {}); torchrun's agent hosts "
@@ -223,7 +233,8 @@ bool TorchStoreClient::wait_on(Fd& connection, const std::vector<std::string>& k
     return true;
   } catch (const ConnectionError& e) {
     if (e.why() != Why::Overdue) throw;
-    // torch 1.13's server cannot cancel a wait: it would answer it later on this connection.
+    // The server would answer the abandoned wait later on this connection (a CANCEL_WAIT may
+    // race with that answer): the connection is dropped instead.
     connection.reset();
     return false;
   }

@@ -1,8 +1,10 @@
 #pragma once
 // A client of torch's own TCPStore server: the store that torchrun's agent hosts for its workers
 // (TORCHELASTIC_USE_AGENT_STORE=True), at MASTER_ADDR:MASTER_PORT, where rank 0 cannot host one
-// of its own. It speaks the wire protocol of torch 1.13's server (Debian 12's python3-torch):
-// a query is one type byte and its arguments (a string or byte vector as a 64-bit length and its
+// of its own. It speaks the wire protocol of the servers of torch 2.4 and newer (both the libuv
+// server, their default, and the older poll loop): each connection opens with a validation query
+// (its type byte and a 32-bit magic number, unanswered); then a query is one type byte and its
+// arguments (a string or byte vector as a 64-bit length and its
 // bytes; integers in the host's byte order, as torch writes them); keys get torch's own "/"
 // prefix, so that they are the keys a torch worker would use. The server has no access control
 // and no timeouts of its own: every call here has a deadline, and a connection that missed one
@@ -23,7 +25,7 @@ namespace ranks::store {
 class TorchStoreClient final : public Store {
  public:
   // Connects (retrying while nothing listens, until timeout) and checks that the server answers
-  // a query of torch 1.13's protocol. Throws Timeout, or RendezvousError naming the protocol
+  // a query of torch 2.x's protocol. Throws Timeout, or RendezvousError naming the protocol
   // when something else listens there.
   TorchStoreClient(std::string host, int port, std::chrono::milliseconds timeout);
 
@@ -39,17 +41,21 @@ class TorchStoreClient final : public Store {
   // prefix.
   int64_t num_keys() override;
 
-  // Every query of torch 1.13's protocol that this client sends (WATCH_KEY, 7, it does not).
+  // Every query of torch 2.x's protocol that this client sends.
   enum class Query : uint8_t {
-    Set = 0,
-    CompareSet = 1,
-    Get = 2,
-    Add = 3,
-    Check = 4,
-    Wait = 5,
-    NumKeys = 6,
+    Validate = 0,
+    Set = 1,
+    CompareSet = 2,
+    Get = 3,
+    Add = 4,
+    Check = 5,
+    Wait = 6,
+    NumKeys = 7,
     DeleteKey = 8,
   };
+  // What follows Validate's type byte on every new connection; the server takes nothing else
+  // from a connection before it.
+  static constexpr uint32_t kValidationMagic = 0x3C85F7CE;
 
  private:
   class Exchange;

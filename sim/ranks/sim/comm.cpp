@@ -548,6 +548,13 @@ std::unique_ptr<Backend> SimComm::create_subgroup(const GroupSpec& spec) {
                                    spec.rank, global_rank_);
 }
 
+// Simulated groups are matched by their spec alone, so the members can make one without the
+// others; the store is not needed.
+std::unique_ptr<Backend> SimComm::create_member_group(const GroupSpec& spec,
+                                                      std::shared_ptr<Store> /*store*/) {
+  return create_subgroup(spec);
+}
+
 std::unique_ptr<Backend> SimComm::create_side_group(const GroupSpec& spec,
                                                     std::string_view backend) {
   if (spec.rank < 0) return nullptr;

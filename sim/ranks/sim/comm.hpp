@@ -265,6 +265,8 @@ class alignas(64) SimComm final : public Backend, public ranks::detail::LineAlig
   std::unique_ptr<Backend> create_subgroup(const GroupSpec& spec) override;
   std::unique_ptr<Backend> create_side_group(const GroupSpec& spec,
                                              std::string_view backend) override;
+  std::unique_ptr<Backend> create_member_group(const GroupSpec& spec,
+                                               std::shared_ptr<Store> store) override;
 
  private:
   // The work draft() handed out, until submit() starts it. One left by an op whose checks
