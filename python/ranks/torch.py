@@ -25,10 +25,14 @@ import torch
 import torch.distributed as _torch_dist
 from torch._C._distributed_c10d import _create_work_from_future
 
-from ranks import _core, dist as _ranks_dist
+from ranks import _core
 from ranks.errors import InvalidArgument, Unsupported
 
 NAME = "ranks"
+
+# An op's call site is the program's line, not torch's (nor ranks'): for DDP's gradient buckets,
+# the line that called backward().
+_core.skip_frames_of(os.path.dirname(os.path.abspath(torch.__file__)))
 
 _RED_OP_NAMES = {
     "SUM": "sum", "AVG": "mean", "PRODUCT": "product", "MIN": "min", "MAX": "max",
@@ -128,8 +132,17 @@ def _allgather(g, output_lists, inputs, opts=None):
     return output_lists
 
 
+def _ranks_dist():
+    """ranks.dist, imported on first use, not with this module: torch 2.5+ imports this module
+    from its own import (the entry point), and under `ranks sim` the script's own first import
+    of ranks.dist is what runs it simulated (ranks/__init__.py)."""
+    from ranks import dist
+    return dist
+
+
 def _allgather_into_tensor(g, output, tensor, opts=None):
-    _ranks_dist.all_gather_into_tensor(_cpu(output, "the output"), _cpu(tensor, "the input"), g)
+    _ranks_dist().all_gather_into_tensor(_cpu(output, "the output"), _cpu(tensor, "the input"),
+                                         g)
     return [output]
 
 
@@ -148,7 +161,7 @@ def _reduce_scatter(g, outputs, input_lists, opts=None):
 
 
 def _reduce_scatter_tensor(g, output, tensor, opts=None):
-    _ranks_dist.reduce_scatter_tensor(_cpu(output, "the output"), _cpu(tensor, "the input"),
+    _ranks_dist().reduce_scatter_tensor(_cpu(output, "the output"), _cpu(tensor, "the input"),
                                       _reduce_op(opts), g)
     return [output]
 
@@ -197,7 +210,7 @@ def _alltoall(g, outputs, inputs, opts=None):
 
 
 def _alltoall_single(g, output, tensor, output_split_sizes, input_split_sizes, opts=None):
-    _ranks_dist.all_to_all_single(_cpu(output, "the output"), _cpu(tensor, "the input"),
+    _ranks_dist().all_to_all_single(_cpu(output, "the output"), _cpu(tensor, "the input"),
                                   list(output_split_sizes) or None,
                                   list(input_split_sizes) or None, g)
     return [output]
@@ -218,12 +231,12 @@ def _monitored_barrier(g, timeout=None, wait_all_ranks=False):
 
 def _send(g, tensors, dst, tag=0):
     (tensor,) = _all_cpu(tensors, "send's tensor")
-    return _InFlight(_ranks_dist.isend(tensor, dst, g, tag), tensors)
+    return _InFlight(_ranks_dist().isend(tensor, dst, g, tag), tensors)
 
 
 def _recv(g, tensors, src, tag=0):
     (tensor,) = _all_cpu(tensors, "recv's tensor")
-    return _InFlight(_ranks_dist.irecv(tensor, src, g, tag), tensors)
+    return _InFlight(_ranks_dist().irecv(tensor, src, g, tag), tensors)
 
 
 def _recv_anysource(g, tensors, tag=0):

@@ -38,6 +38,9 @@ void register_simulator(py::module_& m);
 std::source_location python_call_site();
 // Where the package's own .py files are (frames there are skipped by python_call_site).
 void set_package_directory(std::string_view directory);
+// Frames in files under `directory` (a library the program calls ranks through: torch) are not
+// call sites either.
+void skip_frames_of(std::string_view directory);
 bool in_package_file(std::string_view file);
 
 // A tensor (torch.Tensor, numpy.ndarray: anything with __dlpack__) as a ranks::Tensor sharing its

@@ -1,11 +1,14 @@
 // The program's Python line for each op. CPython's frames give file, function and line; frames
-// of the ranks package itself are skipped, so a report names `train.py:42`, not dist.py.
+// of the ranks package itself are skipped, and those of the libraries a program calls ranks
+// through (torch, once ranks.torch is imported), so a report names `train.py:42`, not dist.py
+// or torch's distributed_c10d.py; for DDP's gradient buckets, the line of `loss.backward()`.
 
 #include <Python.h>
 #include <frameobject.h>
 
 #include <string>
 #include <unordered_map>
+#include <vector>
 #include <utility>
 
 #include "bindings.hpp"
@@ -15,9 +18,10 @@ namespace ranks::python {
 
 namespace {
 
-std::string& package_directory() {
-  static std::string directory;
-  return directory;
+// The package's directory, then the libraries', each ending in "/".
+std::vector<std::string>& skipped_directories() {
+  static std::vector<std::string> directories;
+  return directories;
 }
 
 std::string_view text_of(PyObject* unicode) {
@@ -63,12 +67,29 @@ CodeSites& sites_of(PyCodeObject* code) {
 }  // namespace
 
 bool in_package_file(std::string_view file) {
-  const std::string& directory = package_directory();
-  return !directory.empty() && file.starts_with(directory);
+  for (const std::string& directory : skipped_directories()) {
+    if (!directory.empty() && file.starts_with(directory)) return true;
+  }
+  return false;
 }
 
 void set_package_directory(std::string_view directory) {
-  package_directory() = std::string(directory) + "/";
+  auto& directories = skipped_directories();
+  const std::string own = std::string(directory) + "/";
+  if (directories.empty()) {
+    directories.push_back(own);
+  } else {
+    directories.front() = own;
+  }
+}
+
+void skip_frames_of(std::string_view directory) {
+  auto& directories = skipped_directories();
+  if (directories.empty()) directories.emplace_back();  // the package's, set later
+  directories.push_back(std::string(directory) + "/");
+  // Code objects seen before were judged without this directory.
+  for (auto& [code, sites] : code_sites()) Py_DECREF(code);
+  code_sites().clear();
 }
 
 namespace {

@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
   register_plain_objects(m);
   register_simulator(m);
   m.def("set_package_directory", &set_package_directory);
+  m.def("skip_frames_of", &skip_frames_of);
 }
