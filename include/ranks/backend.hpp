@@ -58,7 +58,7 @@ class Backend {
   // A communicator for a group made by new_group_of_members(): called on its members only. By
   // default, in real runs, this backend's world made over the members through `store` when the
   // backend rendezvouses through a store (runtime/ranks/real/member_group.cpp), else
-  // Unsupported; the simulator makes the group as create_subgroup does.
+  // Unsupported; mpi makes it with MPI_Comm_create_group, the simulator as create_subgroup does.
   virtual std::unique_ptr<Backend> create_member_group(const GroupSpec& spec,
                                                        std::shared_ptr<Store> store);
 

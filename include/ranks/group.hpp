@@ -56,9 +56,8 @@ Group new_group(std::vector<int> global_ranks, std::string_view backend,
 // A group made by its members alone, as torch.distributed makes a backend's groups (torch asks
 // the backend for a group on the members only): each member passes the same global ranks and
 // name, and the store the members meet through (torch's, under the group's own prefix). Real
-// runs: the world's backend made over the members through that store (gloo, nccl); Unsupported
-// where the backend's groups are split from the world by every rank (mpi). Simulated: a group
-// under the world's rules. No rank outside the group calls it, so nothing checks that the
+// runs: the world's backend made over the members through that store (gloo, nccl), or, for mpi,
+// MPI_Comm_create_group over the members. Simulated: a group under the world's rules. No rank outside the group calls it, so nothing checks that the
 // members agree before the group's first op.
 Group new_group_of_members(std::vector<int> global_ranks, std::string name,
                            std::shared_ptr<Store> store,

@@ -141,17 +141,6 @@ def objects(rank, world):
 
 def subgroup(rank, world):
     evens = list(range(0, world, 2))
-    if BACKEND == "ranks" and os.environ.get("RANKS_BACKEND") == "mpi":
-        # Open MPI's groups are split from the world by every rank; torch asks the members only.
-        try:
-            dist.new_group(evens)
-        except RuntimeError as error:
-            if "mpi" not in str(error):
-                sys.exit(f"torch_job: the refusal of an mpi sub-group does not say why: {error}")
-            return
-        if rank in evens:
-            sys.exit("torch_job: an mpi sub-group made by its members alone was not refused")
-        return
     group = dist.new_group(evens)
     if rank in evens:
         t = torch.tensor([float(rank)])

@@ -1,7 +1,7 @@
 // new_group_of_members() in real runs: a torch.distributed backend's groups are asked for on
 // their members only, each with a store of its own (torch's, under the group's prefix), so the
 // group's communicator is the world's backend made over the members through that store.
-// Backends whose groups are split from the world by every rank (mpi) cannot make one.
+// A backend that rendezvouses otherwise makes such groups itself (mpi) or cannot make them.
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -18,7 +18,7 @@ std::unique_ptr<Backend> Backend::create_member_group(const GroupSpec& spec,
   const std::string backend(name());
   if (!capabilities(backend).rendezvous_through_store) {
     throw Unsupported(fmt::format(
-        "group '{}' of ranks [{}]: {} makes a group from the world with every rank taking part, "
+        "group '{}' of ranks [{}]: {} makes groups from the world with every rank taking part, "
         "and only its members ask for this one; use new_group() on every rank",
         spec.name, fmt::join(spec.global_ranks(), ", "), backend));
   }

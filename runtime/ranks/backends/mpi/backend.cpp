@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
+#include <string>
 #include <numeric>
 
 #include "ranks/backends/mpi/types.hpp"
@@ -100,6 +102,37 @@ class MpiBackend final : public Backend {
                 "MPI_Comm_split", ctx);
     }
     if (spec.rank < 0) return nullptr;
+    return adopt(sub, spec, ctx, "MPI_Comm_split");
+  }
+
+  // MPI_Comm_create_group (MPI-3): only the members take part, as torch.distributed asks them
+  // alone for a backend's group. Its tag tells apart groups that overlapping members make at the
+  // same time; members make their groups in the same order, so the name's hash serves.
+  std::unique_ptr<Backend> create_member_group(const GroupSpec& spec,
+                                               std::shared_ptr<Store> /*store*/) override {
+    const std::string ctx = fmt::format("mpi: group '{}' of its members", spec.name);
+    const int tag = static_cast<int>(std::hash<std::string>{}(spec.name) % 32768);  // <= TAG_UB
+    MPI_Group parent = MPI_GROUP_NULL;
+    MPI_Group members = MPI_GROUP_NULL;
+    MPI_Comm sub = MPI_COMM_NULL;
+    {
+      auto lock = lock_mpi();
+      check_mpi(MPI_Comm_group(comm_->handle, &parent), "MPI_Comm_group", ctx);
+      // This communicator is the world: its ranks are the global ones the spec lists.
+      const int result = MPI_Group_incl(parent, spec.size(), spec.global_ranks().data(), &members);
+      MPI_Group_free(&parent);
+      check_mpi(result, "MPI_Group_incl", ctx);
+      const int created = MPI_Comm_create_group(comm_->handle, members, tag, &sub);
+      MPI_Group_free(&members);
+      check_mpi(created, "MPI_Comm_create_group", ctx);
+    }
+    return adopt(sub, spec, ctx, "MPI_Comm_create_group");
+  }
+
+ private:
+  // A new communicator of a group's members, checked to give this process the spec's place.
+  std::unique_ptr<Backend> adopt(MPI_Comm sub, const GroupSpec& spec, const std::string& ctx,
+                                 const char* made_by) {
     int rank = -1;
     int size = 0;
     {
@@ -111,14 +144,12 @@ class MpiBackend final : public Backend {
     auto comm = std::make_shared<Comm>(sub, spec.name, spec.members, spec.rank);
     comm->default_timeout = comm_->default_timeout;
     if (rank != spec.rank || size != spec.size()) {
-      throw BackendError(
-          fmt::format("{}: MPI_Comm_split made rank {} of {}, expected rank {} of {}", ctx, rank,
-                      size, spec.rank, spec.size()));
+      throw BackendError(fmt::format("{}: {} made rank {} of {}, expected rank {} of {}", ctx,
+                                     made_by, rank, size, spec.rank, spec.size()));
     }
     return std::make_unique<MpiBackend>(std::move(comm));
   }
 
- private:
   std::shared_ptr<Comm> comm_;
 };
 
