@@ -40,6 +40,25 @@ def _seconds(timeout):
     return float(timeout)
 
 
+def _init_timeout(timeout):
+    """An init's timeout in seconds: the program's, else RANKS_TIMEOUT's (whole seconds, as a
+    C++ program on ranks::main and `ranks sim` read it, so one job script serves real and
+    simulated runs), else None (the default, 30 minutes)."""
+    if timeout is not None:
+        return _seconds(timeout)
+    text = os.environ.get("RANKS_TIMEOUT", "").strip()
+    if not text:
+        return None
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise InvalidArgument(f"environment variable RANKS_TIMEOUT='{text}' is not a whole "
+                              f"number of seconds") from None
+    if seconds <= 0:
+        raise InvalidArgument(f"environment variable RANKS_TIMEOUT='{text}' must be positive")
+    return float(seconds)
+
+
 _op_name = _core.op_name_of  # a str, else InvalidArgument listing the ops
 
 
@@ -72,8 +91,9 @@ def init_dist(launcher, backend="nccl", init_backend="torch", **kwargs):
     """Joins the job started by ``launcher`` ('pytorch', 'slurm' or 'mpi') over ``backend``.
 
     Under ``ranks sim`` every simulated rank is already in its world: this adopts it. Keyword
-    arguments as torch's init_process_group takes them: ``timeout`` (seconds or a timedelta),
-    ``init_method``; and MMEngine's ``port`` for slurm (else MASTER_PORT, else 29500).
+    arguments as torch's init_process_group takes them: ``timeout`` (seconds or a timedelta;
+    without one, RANKS_TIMEOUT's seconds when it is set), ``init_method``; and MMEngine's
+    ``port`` for slurm (else MASTER_PORT, else 29500).
     """
     del init_backend  # MMEngine's switch between torch and other runtimes: ranks is the runtime
     if launcher not in _LAUNCHERS:
@@ -81,12 +101,15 @@ def init_dist(launcher, backend="nccl", init_backend="torch", **kwargs):
                               f"{', '.join(_LAUNCHERS)}")
     if launcher == "slurm" and kwargs.get("port") is not None:
         os.environ["MASTER_PORT"] = str(kwargs["port"])  # as MMEngine's _init_dist_slurm
-    _core.init_dist(launcher, backend, kwargs.get("init_method"), _seconds(kwargs.get("timeout")))
+    _core.init_dist(launcher, backend, kwargs.get("init_method"),
+                    _init_timeout(kwargs.get("timeout")))
 
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1):
-    """torch.distributed.init_process_group's subset: env://, tcp:// and file:// rendezvous."""
-    _core.init_process_group(backend or "", init_method, world_size, rank, _seconds(timeout))
+    """torch.distributed.init_process_group's subset: env://, tcp:// and file:// rendezvous.
+    Without ``timeout``, RANKS_TIMEOUT's seconds when it is set."""
+    _core.init_process_group(backend or "", init_method, world_size, rank,
+                             _init_timeout(timeout))
 
 
 infer_launcher = _core.infer_launcher

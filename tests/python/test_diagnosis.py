@@ -304,3 +304,10 @@ def test_a_correct_exchange_has_no_hazards():
     report = ranks.sim.run(body, world_size=2, backend="mpi")
     assert report.outcome == "ok", report.to_text()
     assert report.hazards == []
+
+
+@pytest.mark.parametrize("value", ["ten", "0", "-5", "2.5"])
+def test_a_bad_ranks_timeout_is_named_before_anything_starts(monkeypatch, value):
+    monkeypatch.setenv("RANKS_TIMEOUT", value)
+    with pytest.raises(ranks.InvalidArgument, match=f"RANKS_TIMEOUT='{value}'"):
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:1", world_size=2, rank=0)
