@@ -132,11 +132,24 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
   return status;
 }
 
-// The report for a program that ended without writing one (it crashed, or is not built on
-// ranks::main).
+// A Python interpreter (python, python3, python3.11, a virtual environment's): its script is
+// simulated from its first import of ranks.dist, not through ranks::main.
+bool is_python(const std::string& program) {
+  return std::filesystem::path(program).filename().string().starts_with("python");
+}
+
+// The report for a program that ended without writing one (it crashed, is not built on
+// ranks::main, or is a Python script that never imported ranks).
 std::string orphan_report(const SimArgs& args, int status) {
   std::string message;
-  if (WIFSIGNALED(status)) {
+  if (!WIFSIGNALED(status) && is_python(args.program.front())) {
+    message = fmt::format(
+        "{} exited with status {} without a simulator report: the script ended before it "
+        "imported ranks.dist, where a Python script's simulation starts (torch.distributed "
+        "scripts that never import it are not simulated yet); its last lines above say why, "
+        "e.g. a module missing from that interpreter",
+        args.program.front(), WEXITSTATUS(status));
+  } else if (WIFSIGNALED(status)) {
     message = fmt::format(
         "{} died on signal {} ({}) before the simulator could report (a crash before or "
         "outside the simulated ranks: is it built on ranks::main? its last lines above say why)",
