@@ -9,6 +9,11 @@ already, outside the simulation.
 """
 
 import sys
+# Imported here, on the interpreter's own thread state, before any rank runs: threading records
+# the thread state that first imports it as the main thread's, and interpreter shutdown asserts
+# that state is still alive. Imported first by a rank (the script's own imports run on every
+# rank), it would record that rank's state, which ends with the run.
+import threading  # noqa: F401
 import types
 
 from ranks import _core
@@ -32,6 +37,8 @@ def run_simulated():
         raise SystemExit("ranks sim: a Python program must be a script file (python3 script.py)")
     with open(path, "rb") as source:
         code = compile(source.read(), path, "exec")
-    status = _core.run_script_simulated(lambda: _rank_main(code, path))
+    from ranks import sim
+    with sim._exits_reported():
+        status = _core.run_script_simulated(lambda: _rank_main(code, path))
     sys.stdout.flush()
     raise SystemExit(status)

@@ -6,6 +6,9 @@ Each rank has its own Python thread state (its exception state, recursion depth,
 threading.local, contextvars); module globals are shared, as between threads.
 """
 
+import contextlib
+import os
+
 from ranks import _core
 
 Report = _core.Report
@@ -21,9 +24,31 @@ def run(fn, world_size=8, backend="nccl", seed=0, timeout=1800.0, faults=(), ran
     preset or file), ``trace`` (a Chrome trace path), ``accept`` (hazard kinds that leave the
     outcome ok: "buffer_in_flight", "unwaited_work", "buffering"). ``report.hazards`` lists the
     hazards the run passed through (kind, message, ranks, ops, where, occurrences, accepted)."""
-    return _core.simulate(fn, world_size, ranks_per_node, backend, seed, float(timeout),
-                          list(faults), move_data, None if trace is None else str(trace), model,
-                          stack_bytes, list(accept))
+    with _exits_reported():
+        return _core.simulate(fn, world_size, ranks_per_node, backend, seed, float(timeout),
+                              list(faults), move_data, None if trace is None else str(trace),
+                              model, stack_bytes, list(accept))
+
+
+@contextlib.contextmanager
+def _exits_reported():
+    """While ranks are simulated, ``os._exit`` from a rank ends the process as the C library's
+    exit() does under the simulator: with a report naming the rank, its last op and line, and
+    whatever other ranks had already failed with. Every rank lives in this one process, so the
+    run ends there either way. A forked child's os._exit is the real one."""
+    real_exit = os._exit
+    simulating_pid = os.getpid()
+
+    def exit_from_rank(status):
+        if os.getpid() == simulating_pid and _core.simulating():
+            _core.exit_process(int(status))
+        real_exit(status)
+
+    os._exit = exit_from_rank
+    try:
+        yield
+    finally:
+        os._exit = real_exit
 
 
 def check(fn, world_size=8, **options):

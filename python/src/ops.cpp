@@ -9,6 +9,7 @@
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <optional>
 #include <vector>
 
@@ -85,6 +86,10 @@ void register_ops(py::module_& m) {
       .def("source_rank", [](PendingOp& op) { return op.work.source_rank(); });
 
   m.def("completed_work", [] { return PendingOp{}; });
+  // os._exit on a simulated rank (ranks.sim._exits_reported): the C library's exit(), which the
+  // simulator's exit guard turns into a report naming the rank and its last op (the earlier
+  // ranks' failures kept), as it does for a C++ rank that calls exit().
+  m.def("exit_process", [](int status) { std::exit(status); });
   // The C++ API's own loop on the same tensor, for reports/python_overhead.py: the Python call's
   // overhead is its time per call minus this one's, measured in the same processes.
   m.def("cpp_all_reduce_loop", [](py::handle data, int iterations) {
