@@ -129,7 +129,7 @@ TEST_P(BenchOnBackend, EveryOpIsCorrectAtSmallSizes) {
   const std::string backend = GetParam();
   for (int n : {2, 4}) {
     run_on(backend, n, [backend] {
-      const std::string name = backend == "sim" ? "mpi" : backend;
+      const std::string name = is_simulated(backend) ? "mpi" : backend;
       for (const auto& op : bench::bench_ops()) {
         const OpSupport* row = capabilities(name).find(op.kind);
         if (row == nullptr || row->cpu == Support::No) continue;

@@ -41,7 +41,7 @@ void PrintTo(const Case& c, std::ostream* os) {
 
 // Whether the backend runs op on cpu tensors (the simulator's test table, mpi's, runs all).
 bool runs(const std::string& backend, OpKind op) {
-  if (backend == "sim") return true;
+  if (is_simulated(backend)) return true;
   const OpSupport* row = capabilities(backend).find(op);
   return row != nullptr && row->cpu != Support::No;
 }
@@ -56,8 +56,8 @@ std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const std::string& backend : test_backends()) {
     for (int n : kWorldSizes) {
-      if (backend != "sim" && n > 4) continue;
-      if (backend != "sim" && n < 2) continue;
+      if (!is_simulated(backend) && n > 4) continue;
+      if (!is_simulated(backend) && n < 2) continue;
       for (DType d : all_dtypes) cases.push_back({backend, n, d});
     }
   }

@@ -109,7 +109,7 @@ TEST(DebugDetailInTheSimulator, ObjectCollectivesAreNamedAsTheProgramCalledThem)
 std::vector<std::string> real_backends() {
   std::vector<std::string> names;
   for (const std::string& b : test_backends()) {
-    if (b != "sim") names.push_back(b);
+    if (!is_simulated(b)) names.push_back(b);
   }
   return names;
 }

@@ -56,18 +56,28 @@ inline void run_ranks(int world_size, const std::function<void()>& body,
   EXPECT_EQ(report.outcome, sim::Outcome::Ok) << report.to_text();
 }
 
-// Runs body on world_size ranks of backend: "sim" in this process, a real backend as processes.
+// Whether a test_backends() name is the simulator's: "sim" (ranks as fibers of this thread) or
+// "sim_threads" (each rank on a thread of its own, sim::Options::rank_threads).
+inline bool is_simulated(const std::string& backend) {
+  return backend == "sim" || backend == "sim_threads";
+}
+
+// Runs body on world_size ranks of backend: simulated in this process, a real backend as
+// processes.
 inline void run_on(const std::string& backend, int world_size, const std::function<void()>& body) {
-  if (backend == "sim") {
-    run_ranks(world_size, body);
+  if (is_simulated(backend)) {
+    sim::Options options = default_options();
+    options.rank_threads = backend == "sim_threads";
+    run_ranks(world_size, body, std::move(options));
   } else {
     run_processes(backend, world_size, body);
   }
 }
 
-// The backends this build can run test bodies on: the simulator and every real one built.
+// The backends this build can run test bodies on: the simulator (both ways of running its
+// ranks) and every real one built.
 inline std::vector<std::string> test_backends() {
-  std::vector<std::string> names = {"sim"};
+  std::vector<std::string> names = {"sim", "sim_threads"};
   for (const char* real : {"gloo", "mpi"}) {
     if (backend_built(real)) names.push_back(real);
   }
@@ -79,7 +89,7 @@ inline std::vector<std::string> test_backends() {
 inline std::vector<std::string> rule_cases() {
   std::vector<std::string> cases = {"sim_gloo", "sim_mpi"};
   for (const std::string& b : test_backends()) {
-    if (b != "sim") cases.push_back(b);
+    if (!is_simulated(b)) cases.push_back(b);
   }
   return cases;
 }

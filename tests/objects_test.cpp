@@ -334,7 +334,7 @@ TEST_P(Objects, SmallAndLargeObjectsAroundTheEagerLimit) {
 // (object/exchange.cpp). Sizes that rise, fall, cross the eager limit and exceed the 16 MiB
 // ceiling, on two groups whose hints must not mix, with ranks of different sizes.
 TEST_P(Objects, RepeatedGathersOfChangingSizes) {
-  const bool huge = GetParam() == "sim";  // 17 MiB parts: quick in one process
+  const bool huge = is_simulated(GetParam());  // 17 MiB parts: quick in one process
   run_on(GetParam(), 3, [huge] {
     const int rank = get_rank();
     Group pair = new_group({0, 2});

@@ -55,6 +55,19 @@ struct Options {
   // Python binding: the rank's PyThreadState) so that each rank runs with its own. It runs between
   // fibers: it must not block, throw or call into ranks. Empty: nothing is called.
   std::function<void(int rank)> on_rank_switch;
+  // Each rank on an OS thread of its own, one running at a time, handed over in the same
+  // deterministic order, on the same virtual clock, with the same reports; instead of fibers of
+  // the caller's thread. For programs whose libraries keep per-thread state that ranks must not
+  // share (torch: its autograd engine and grad mode are C++ thread_locals). A switch costs a
+  // hand-over between threads (a futex wake and wait) rather than a fiber switch. stack_bytes
+  // is then each thread's stack (0: 8 MiB, what glibc gives a thread by default).
+  bool rank_threads = false;
+  // With rank_threads: called on a rank's thread just before it gives the turn to another
+  // rank's thread while its body goes on, and just after it gets the turn back; where a
+  // language runtime lets go of and retakes its interpreter lock. Neither may block, throw or
+  // call into ranks.
+  std::function<void()> on_turn_given;
+  std::function<void()> on_turn_taken;
   // Hazard kinds (hazard_kinds()) the program accepts: still listed in the report, marked
   // accepted, but they leave the outcome ok. Accepting buffer_in_flight also skips its check
   // (hashing every op's buffers).

@@ -3,7 +3,11 @@
 report (outcome, virtual time, each rank's state, op and call site).
 
 Each rank has its own Python thread state (its exception state, recursion depth,
-threading.local, contextvars); module globals are shared, as between threads.
+threading.local, contextvars); module globals are shared, as between threads. By default the
+ranks are fibers of the calling thread; with ``rank_threads=True`` each rank runs on an OS thread
+of its own, one at a time in the same order, which programs whose libraries keep per-thread state
+need (torch: autograd and grad mode are per thread). Either way the run is the same run: the same
+schedule, virtual clock and report.
 """
 
 import contextlib
@@ -17,17 +21,18 @@ Hazard = _core.Hazard
 
 
 def run(fn, world_size=8, backend="nccl", seed=0, timeout=1800.0, faults=(), ranks_per_node=0,
-        model="", move_data=True, trace=None, stack_bytes=0, accept=()):
+        model="", move_data=True, trace=None, stack_bytes=0, accept=(), rank_threads=False):
     """Runs fn() on every simulated rank; returns the Report. Options as ``ranks sim``'s flags:
     ``backend`` whose rules to emulate, ``seed`` (0: FIFO schedule), ``timeout`` in seconds of
     virtual time, ``faults`` (spec strings such as "crash:rank=2,op=3"), ``model`` (cost model
     preset or file), ``trace`` (a Chrome trace path), ``accept`` (hazard kinds that leave the
     outcome ok: "buffer_in_flight", "unwaited_work", "buffering"). ``report.hazards`` lists the
-    hazards the run passed through (kind, message, ranks, ops, where, occurrences, accepted)."""
+    hazards the run passed through (kind, message, ranks, ops, where, occurrences, accepted).
+    ``rank_threads``: each rank on a thread of its own (see above)."""
     with _exits_reported():
         return _core.simulate(fn, world_size, ranks_per_node, backend, seed, float(timeout),
                               list(faults), move_data, None if trace is None else str(trace),
-                              model, stack_bytes, list(accept))
+                              model, stack_bytes, list(accept), bool(rank_threads))
 
 
 @contextlib.contextmanager

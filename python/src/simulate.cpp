@@ -14,6 +14,7 @@
 
 #include "bindings.hpp"
 #include "rank_threads.hpp"
+#include "rank_turns.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/real/run_simulated.hpp"
 #include "ranks/sim.hpp"
@@ -49,18 +50,16 @@ std::string traceback_text(py::handle type, py::handle value, py::object traceba
 // Ctrl-C in a run: the rank running Python at the time fails with the KeyboardInterrupt; the
 // others go on until they finish or block on it (RankFailure, their finally blocks run), and the
 // run ends as any run with a failed rank does. Then the caller gets the KeyboardInterrupt.
-thread_local bool interrupted = false;
-
 // Raises the KeyboardInterrupt of a run that had one, in the run's caller.
-void raise_if_interrupted() {
-  if (!std::exchange(interrupted, false)) return;
+void raise_if_interrupted(bool interrupted) {
+  if (!interrupted) return;
   PyErr_SetNone(PyExc_KeyboardInterrupt);
   throw py::error_already_set();
 }
 
 // What one rank runs: fn(), with its exception (if any) as the simulator expects a body's.
-std::function<void()> rank_body(PyObject* fn) {
-  return [fn] {
+std::function<void()> rank_body(PyObject* fn, bool& interrupted) {
+  return [fn, &interrupted] {
     if (PyObject* result = PyObject_CallNoArgs(fn)) {
       Py_DECREF(result);
       return;
@@ -85,6 +84,31 @@ std::function<void()> rank_body(PyObject* fn) {
 void adjust_for_python(sim::Options& options, RankThreads& threads) {
   options.on_rank_switch = [&threads](int rank) { threads.switch_to(rank); };
   if (options.stack_bytes == 0) options.stack_bytes = python_stack_bytes;
+}
+
+// Runs a simulation of Python rank bodies, each rank calling fn(): start(adjust, body) runs it
+// with adjust applied to its options. The ranks are fibers of this thread, which holds the
+// interpreter lock throughout while each rank's thread state is swapped in (RankThreads), or
+// (rank_threads) each on a thread of its own while this thread lets go of the lock (RankTurns).
+// Returns what start returned; a KeyboardInterrupt of the run is raised here, once it is over.
+template <class Start>
+auto run_python_ranks(PyObject* fn, bool rank_threads, int world_size, Start&& start) {
+  bool interrupted = false;
+  std::function<void()> body = rank_body(fn, interrupted);
+  decltype(start(std::function<void(sim::Options&)>{}, body)) result{};
+  if (rank_threads) {
+    RankTurns turns;
+    std::function<void()> threaded = RankTurns::on_own_thread(body);
+    py::gil_scoped_release unlocked;
+    result = start(std::function<void(sim::Options&)>(RankTurns::adjust), threaded);
+  } else {
+    RankThreads threads(world_size);
+    result = start(std::function<void(sim::Options&)>(
+                       [&](sim::Options& options) { adjust_for_python(options, threads); }),
+                   body);
+  }
+  raise_if_interrupted(interrupted);
+  return result;
 }
 
 }  // namespace
@@ -127,7 +151,7 @@ void register_simulator(py::module_& m) {
         [](py::object fn, int world_size, int ranks_per_node, std::string backend, uint64_t seed,
            double timeout, std::vector<std::string> faults, bool move_data,
            std::optional<std::string> trace, std::string model, size_t stack_bytes,
-           std::vector<std::string> accept) {
+           std::vector<std::string> accept, bool rank_threads) {
           if (simulating()) {
             throw InvalidArgument("ranks.sim.run() was called from a simulated rank: runs do not nest");
           }
@@ -143,21 +167,23 @@ void register_simulator(py::module_& m) {
           options.model = std::move(model);
           options.stack_bytes = stack_bytes;
           options.accept = std::move(accept);
-          sim::Report report;
-          {
-            RankThreads threads(world_size);
-            adjust_for_python(options, threads);
-            interrupted = false;
-            report = sim::run(options, rank_body(fn.ptr()));
-          }
-          raise_if_interrupted();
-          return report;
+          return run_python_ranks(fn.ptr(), rank_threads, world_size,
+                                  [&](const std::function<void(sim::Options&)>& adjust,
+                                      const std::function<void()>& body) {
+                                    adjust(options);
+                                    return sim::run(options, body);
+                                  });
         },
         py::arg("fn"), py::arg("world_size"), py::arg("ranks_per_node"), py::arg("backend"),
         py::arg("seed"), py::arg("timeout"), py::arg("faults"), py::arg("move_data"),
-        py::arg("trace"), py::arg("model"), py::arg("stack_bytes"), py::arg("accept"));
+        py::arg("trace"), py::arg("model"), py::arg("stack_bytes"), py::arg("accept"),
+        py::arg("rank_threads") = false);
 
   m.def("set_main_module", [](py::object module) {
+    if (RankTurns::on_rank_thread()) {
+      RankTurns::set_main_module(module.ptr());
+      return;
+    }
     RankThreads* threads = RankThreads::active();
     if (threads == nullptr || !simulating()) {
       throw InvalidArgument("set_main_module: only a simulated rank has a __main__ of its own");
@@ -167,19 +193,18 @@ void register_simulator(py::module_& m) {
 
   // `ranks sim -- python3 script.py`: fn runs the script as __main__ on every rank; options come
   // from the RANKS_SIM_* variables, and the reports go where ranks::main sends them.
-  m.def("run_script_simulated", [](py::object fn) {
-    const char* world = std::getenv("RANKS_SIM_WORLD_SIZE");
-    int status = 0;
-    {
-      RankThreads threads(world != nullptr ? std::max(1, std::atoi(world)) : 8);
-      interrupted = false;
-      status = detail::run_simulated(rank_body(fn.ptr()), [&](sim::Options& options) {
-        adjust_for_python(options, threads);
-      });
-    }
-    raise_if_interrupted();
-    return status;
-  });
+  m.def(
+      "run_script_simulated",
+      [](py::object fn, bool rank_threads) {
+        const char* world = std::getenv("RANKS_SIM_WORLD_SIZE");
+        return run_python_ranks(fn.ptr(), rank_threads,
+                                world != nullptr ? std::max(1, std::atoi(world)) : 8,
+                                [](const std::function<void(sim::Options&)>& adjust,
+                                   const std::function<void()>& body) {
+                                  return detail::run_simulated(body, adjust);
+                                });
+      },
+      py::arg("fn"), py::arg("rank_threads") = false);
 }
 
 }  // namespace ranks::python

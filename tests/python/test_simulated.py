@@ -16,15 +16,61 @@ import ranks.sim  # noqa: E402
 from ranks import _pieces  # noqa: E402
 
 
+@pytest.mark.parametrize("rank_threads", [False, True], ids=["fibers", "threads"])
 @pytest.mark.parametrize("backend", ["gloo", "mpi"])
 @pytest.mark.parametrize("world_size", [1, 2, 3, 4])
-def test_bodies(backend, world_size, tmp_path):
+def test_bodies(backend, world_size, rank_threads, tmp_path):
     def body():
         dist.init_dist("pytorch", backend=backend)
         bodies.run_all(str(tmp_path))
 
-    report = ranks.sim.check(body, world_size=world_size, backend=backend)
+    report = ranks.sim.check(body, world_size=world_size, backend=backend,
+                             rank_threads=rank_threads)
     assert [r.state for r in report.ranks] == ["finished"] * world_size
+
+
+@pytest.mark.parametrize("world_size", [1, 3, 8])
+def test_backward_with_a_collective_inside_on_rank_threads(world_size):
+    """A gradient hook that all-reduces inside backward(): every rank's autograd runs on its own
+    thread, so a rank blocked in the hook does not hand its backward pass to the next rank."""
+    results = {}
+    threads = {}
+
+    def body():
+        import threading
+        dist.init_dist("pytorch", backend="gloo")
+        rank = dist.get_rank()
+        threads[rank] = threading.get_ident()
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x = torch.tensor([rank + 1.0, 2.0 * rank, -1.0])
+
+        def summed(grad):
+            dist.all_reduce(grad)
+            return grad
+
+        w.register_hook(summed)
+        for step in range(2):
+            w.grad = None
+            loss = (w * x * (step + 1)).sum() + (w ** 2).sum()
+            if rank == 0:
+                with torch.no_grad():  # grad mode is per thread: no other rank's backward changes
+                    dist.barrier()
+            else:
+                dist.barrier()
+            loss.backward()
+            results[(rank, step)] = w.grad.tolist()
+        assert torch.is_grad_enabled()
+
+    ranks.sim.check(body, world_size=world_size, backend="gloo", rank_threads=True)
+    assert len(set(threads.values())) == world_size
+    w = [1.0, 2.0, 3.0]
+    for step in range(2):
+        # d/dw of sum over ranks: x_r * (step + 1) + 2 w, summed by the hook.
+        expected = [sum(xs[i] * (step + 1) + 2 * w[i] for xs in
+                        ([r + 1.0, 2.0 * r, -1.0] for r in range(world_size)))
+                    for i in range(3)]
+        for rank in range(world_size):
+            assert results[(rank, step)] == pytest.approx(expected), (rank, step)
 
 
 def test_not_distributed(tmp_path):

@@ -229,8 +229,8 @@ void report_stall_and_exit(Engine& engine) {
                  "rank {} has not handed the thread back to the simulator for {} of real time "
                  "(the run's timeout), {}: it is blocked or busy outside ranks (a real sleep or "
                  "lock, I/O, waiting for another rank by means ranks cannot see, a long "
-                 "computation). Every simulated rank runs on this one thread, so no other rank "
-                 "could run; real ranks waiting for it would time out",
+                 "computation). Simulated ranks run one at a time, so no other rank could run; "
+                 "real ranks waiting for it would time out",
                  rank->rank, timeout, after_last_op(*rank))
                  .size;
     error_length = fmt::format_to_n(error, sizeof error,

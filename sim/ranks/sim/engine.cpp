@@ -17,6 +17,7 @@
 #include "ranks/sim/prefetch.hpp"
 #include "ranks/sim/scheduler.hpp"
 #include "ranks/sim/stack.hpp"
+#include "ranks/sim/thread_turns.hpp"
 #include "ranks/sim/wall_guard.hpp"
 
 namespace ranks::sim::detail {
@@ -24,6 +25,9 @@ namespace ranks::sim::detail {
 namespace {
 
 size_t default_stack_bytes(int world_size) { return world_size <= 4096 ? 256 * 1024 : 64 * 1024; }
+// What glibc gives a thread by default (the soft stack limit of a usual shell): what the
+// libraries a rank thread runs expect to have.
+constexpr size_t default_thread_stack_bytes = size_t{8} << 20;
 
 // How far ahead of the fiber being made the stack pool prefetches the top of a slot: far enough
 // that the slot's lines have arrived when its fiber is made, so making thousands of fibers does
@@ -121,42 +125,12 @@ void Engine::run_rank(SimRank& rank, const std::function<void()>& body) {
   }
 }
 
-Report Engine::run(const std::function<void()>& body) {
+void Engine::run_fibers(const std::function<void()>& body) {
   const int world_size = options_.world_size;
-  const int per_node = options_.ranks_per_node == 0 ? world_size : options_.ranks_per_node;
   StackPool stacks(static_cast<size_t>(world_size), options_.stack_bytes != 0
                                                         ? options_.stack_bytes
                                                         : default_stack_bytes(world_size));
   FiberEnd fiber_end;
-  GroupRegistry registry(*this);
-  auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
-  std::iota(everyone->begin(), everyone->end(), 0);
-  GroupSpec world_spec{std::move(everyone), -1, "world"};
-  std::shared_ptr<SimGroup> world = registry.get(world_spec, ranks::capabilities(options_.backend));
-
-  for (int r = 0; r < world_size; ++r) {
-    Context& context = ranks_[static_cast<size_t>(r)]->context;
-    context.initialized = true;
-    context.started_by_main = true;
-    context.rank = r;
-    context.world_size = world_size;
-    context.local_rank = r % per_node;
-    context.local_size = std::min(per_node, world_size - r / per_node * per_node);
-    context.backend_name = options_.backend;
-    context.timeout = options_.timeout;
-    context.clock = this;
-    context.rng.seed(options_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(r));
-    auto impl = ranks::detail::make_group_impl();
-    impl->spec = world_spec;
-    impl->spec.rank = r;
-    impl->backend_name = options_.backend;
-    impl->capabilities = &ranks::capabilities(options_.backend);
-    impl->timeout = options_.timeout;
-    impl->backend = std::make_unique<SimComm>(*this, registry, world, r, r);
-    context.world = std::move(impl);
-  }
-
-  auto previous_slot = ranks::detail::set_context_slot(&running_context_);
   boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed, world_size);
   arm_exit_guard(this);  // after Boost's scheduler exists: see ending.cpp
   {
@@ -188,6 +162,69 @@ Report Engine::run(const std::function<void()>& body) {
   boost::this_fiber::sleep_for(std::chrono::nanoseconds(0));
   boost::fibers::use_scheduling_algorithm<boost::fibers::algo::round_robin>();
   arm_exit_guard(nullptr);
+}
+
+void Engine::run_threads(const std::function<void()>& body) {
+  ThreadTurns::Hooks hooks{options_.on_turn_given, options_.on_turn_taken};
+  ThreadTurns turns(*this, options_.seed, options_.world_size,
+                    options_.stack_bytes != 0 ? options_.stack_bytes : default_thread_stack_bytes,
+                    std::move(hooks));
+  turns_ = &turns;
+  // The guard's timer signals this thread, which waits for the ranks meanwhile: the report of a
+  // rank that keeps its turn is written from here.
+  WallGuard wall_guard(*this, options_.timeout);
+  try {
+    turns.run([&](SimRank& rank) {
+      ranks::detail::set_context_slot(&running_context_);
+      arm_exit_guard(this);
+      run_rank(rank, body);
+      arm_exit_guard(nullptr);  // the thread's end is not the process's
+      ranks::detail::set_context_slot(nullptr);
+    });
+  } catch (...) {
+    turns_ = nullptr;
+    throw;
+  }
+  turns_ = nullptr;
+}
+
+Report Engine::run(const std::function<void()>& body) {
+  const int world_size = options_.world_size;
+  const int per_node = options_.ranks_per_node == 0 ? world_size : options_.ranks_per_node;
+  GroupRegistry registry(*this);
+  auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
+  std::iota(everyone->begin(), everyone->end(), 0);
+  GroupSpec world_spec{std::move(everyone), -1, "world"};
+  std::shared_ptr<SimGroup> world = registry.get(world_spec, ranks::capabilities(options_.backend));
+
+  for (int r = 0; r < world_size; ++r) {
+    Context& context = ranks_[static_cast<size_t>(r)]->context;
+    context.initialized = true;
+    context.started_by_main = true;
+    context.rank = r;
+    context.world_size = world_size;
+    context.local_rank = r % per_node;
+    context.local_size = std::min(per_node, world_size - r / per_node * per_node);
+    context.backend_name = options_.backend;
+    context.timeout = options_.timeout;
+    context.clock = this;
+    context.rng.seed(options_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(r));
+    auto impl = ranks::detail::make_group_impl();
+    impl->spec = world_spec;
+    impl->spec.rank = r;
+    impl->backend_name = options_.backend;
+    impl->capabilities = &ranks::capabilities(options_.backend);
+    impl->timeout = options_.timeout;
+    impl->backend = std::make_unique<SimComm>(*this, registry, world, r, r);
+    context.world = std::move(impl);
+  }
+
+  auto previous_slot = ranks::detail::set_context_slot(&running_context_);
+  if (options_.rank_threads) {
+    run_threads(body);
+  } else {
+    run_fibers(body);
+  }
   ranks::detail::set_context_slot(previous_slot);
   running_context_ = nullptr;
   running_ = nullptr;
@@ -229,6 +266,10 @@ void Engine::record_failure(SimRank& rank, std::string kind, std::string message
 void Engine::block(SimRank& rank, Nanos deadline) {
   rank.state = RankState::Blocked;
   rank.deadline = deadline;
+  if (turns_ != nullptr) {
+    turns_->block(rank);
+    return;
+  }
   rank.fiber = running_fiber_;
   // Where on its stack the rank waits, for the scheduler to prefetch around when it is next to
   // run: the depth depends on how deep in the program's own calls the op was made.
@@ -237,13 +278,18 @@ void Engine::block(SimRank& rank, Nanos deadline) {
 }
 
 void Engine::wake(SimRank& rank) {
-  if (rank.state != RankState::Blocked || rank.fiber == nullptr) return;
+  if (rank.state != RankState::Blocked) return;
   boost::fibers::context* fiber = std::exchange(rank.fiber, nullptr);
+  if (fiber == nullptr && turns_ == nullptr) return;
   rank.state = RankState::Runnable;
   rank.deadline = never;
   rank.own_deadline = false;
   rank.waiting_on = nullptr;
-  scheduler_->ready(fiber, &rank);
+  if (turns_ != nullptr) {
+    turns_->ready(rank);
+  } else {
+    scheduler_->ready(fiber, &rank);
+  }
 }
 
 void Engine::wait(SimRank& rank, SimWork& work) {
@@ -304,8 +350,12 @@ void Engine::poll(SimRank& rank, SimWork& work) {
   if (stuck_) throw Deadlock(fmt::format("rank {} cannot poll: the run is stuck", rank.rank));
   if (rank.polled_at != progress_) {
     rank.polled_at = progress_;
-    waking_ = &rank;  // Boost calls the scheduler's awakened(), which takes it
-    running_fiber_->yield();
+    if (turns_ != nullptr) {
+      turns_->yield(rank);
+    } else {
+      waking_ = &rank;  // Boost calls the scheduler's awakened(), which takes it
+      running_fiber_->yield();
+    }
     return;
   }
   try {

@@ -47,6 +47,7 @@ Engine* running_engine_for_crash();
 [[noreturn]] void report_stall_and_exit(Engine& engine);
 class GroupRegistry;
 class Scheduler;
+class ThreadTurns;
 
 // Stuck: was blocked when the run got stuck and has been unwound; reported as blocked. One byte:
 // SimRank's first line holds all that waking a rank reads and writes.
@@ -195,7 +196,7 @@ class Engine final : public Clock {
   // program that kept its handle, reports nothing).
   bool running_here() const { return running_engine_for_crash() == this; }
 
-  // Called by the scheduler when no fiber is ready.
+  // Called by the scheduler when no rank is ready.
   void on_idle();
   // The run is over: closes its groups and notes what it left unfinished (ending.cpp).
   void close_run(GroupRegistry& registry);
@@ -220,8 +221,13 @@ class Engine final : public Clock {
     }
   };
 
-  // A rank's whole life on its fiber: the body, and how it ended (finished, crashed, failed).
+  // A rank's whole life on its fiber or thread: the body, and how it ended (finished, crashed,
+  // failed).
   void run_rank(SimRank& rank, const std::function<void()>& body);
+  // The ranks of run() as fibers of this thread, or (Options::rank_threads) on threads of their
+  // own; both return when every rank has ended.
+  void run_fibers(const std::function<void()>& body);
+  void run_threads(const std::function<void()>& body);
   void strike_op_faults(SimRank& rank, const BlockInfo& op);
   void block(SimRank& rank, Nanos deadline);  // rank.block says in what
   // wait()'s rare exits: a dead peer the work needs or a stuck run (throws then; returns when
@@ -274,6 +280,7 @@ class Engine final : public Clock {
   std::atomic<uint64_t> switches_{0};
   SimRank* waking_ = nullptr;  // see take_waking()
   Scheduler* scheduler_ = nullptr;
+  ThreadTurns* turns_ = nullptr;  // while run_threads runs
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   // Options::on_rank_switch, or null when empty: one test of a pointer per switch.
   const std::function<void(int)>* on_rank_switch_ = nullptr;

@@ -48,4 +48,11 @@ class RingQueue {
   size_t tail_ = 0;
 };
 
+// A seeded interleaving: any queued entry may go next. Swapping the choice to the front keeps this
+// O(1) and the sequence a pure function of the seed (both schedulers pick with it).
+template <class T, class Rng>
+void bring_seeded_pick_to_front(RingQueue<T>& queue, Rng& rng) {
+  if (queue.size() > 1) std::swap(queue[0], queue[static_cast<size_t>(rng.next() % queue.size())]);
+}
+
 }  // namespace ranks::sim::detail

@@ -102,12 +102,7 @@ boost::fibers::context* Scheduler::pick_next() noexcept {
     return std::exchange(dispatcher_, nullptr);
   }
   if (ready_.empty()) return nullptr;
-  if (seeded_ && ready_.size() > 1) {
-    // A seeded interleaving: any ready rank may go next. Swapping the choice to the front keeps
-    // this O(1) and the sequence a pure function of the seed.
-    size_t pick = static_cast<size_t>(rng_.next() % ready_.size());
-    std::swap(ready_[0], ready_[pick]);
-  }
+  if (seeded_) bring_seeded_pick_to_front(ready_, rng_);
   Ready next = ready_.front();
   ready_.pop_front();
   prefetch_ahead();

@@ -1,0 +1,153 @@
+#include "ranks/sim/thread_turns.hpp"
+
+#include <fmt/format.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "ranks/errors.hpp"
+#include "ranks/sim/engine.hpp"
+
+namespace ranks::sim::detail {
+
+namespace {
+
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  // EINTR (the wall guard's signal), EAGAIN (already given): the caller looks again.
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+            nullptr, 0);
+}
+
+void futex_wake_one(std::atomic<uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
+}
+
+// A rank thread's own stack for signal handlers, so that the crash report of a rank that
+// overflowed its stack can still be written (the caller's thread has ranks::main's).
+constexpr size_t signal_stack_bytes = 64 * 1024;
+
+}  // namespace
+
+ThreadTurns::ThreadTurns(Engine& engine, uint64_t seed, int world_size, size_t stack_bytes,
+                         Hooks hooks)
+    : engine_(engine),
+      hooks_(std::move(hooks)),
+      stack_bytes_(stack_bytes),
+      rng_(seed),
+      seeded_(seed != 0),
+      world_size_(world_size),
+      seats_(std::make_unique<Seat[]>(static_cast<size_t>(world_size))) {}
+
+ThreadTurns::~ThreadTurns() = default;
+
+void ThreadTurns::give(Seat& seat) {
+  seat.turn.store(1, std::memory_order_release);
+  futex_wake_one(seat.turn);
+}
+
+void ThreadTurns::take(Seat& seat) {
+  while (seat.turn.exchange(0, std::memory_order_acquire) == 0) futex_wait(seat.turn, 0);
+}
+
+void* ThreadTurns::thread_main(void* start) {
+  const Start where = *static_cast<Start*>(start);
+  where.turns->live(*where.rank);
+  return nullptr;
+}
+
+void ThreadTurns::live(SimRank& rank) {
+  std::vector<char> signal_stack(signal_stack_bytes);
+  stack_t alternate{};
+  alternate.ss_sp = signal_stack.data();
+  alternate.ss_size = signal_stack.size();
+  ::sigaltstack(&alternate, nullptr);
+  take(seats_[static_cast<size_t>(rank.rank)]);
+  if (!abandoned_) (*entry_)(rank);
+  ++ended_;
+  pass_from(nullptr);
+  alternate.ss_flags = SS_DISABLE;
+  ::sigaltstack(&alternate, nullptr);
+}
+
+void ThreadTurns::run(const std::function<void(SimRank&)>& entry) {
+  entry_ = &entry;
+  std::vector<Start> starts(static_cast<size_t>(world_size_));
+  std::vector<pthread_t> threads;
+  threads.reserve(starts.size());
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, stack_bytes_);
+  int failed = 0;
+  for (int r = 0; r < world_size_ && failed == 0; ++r) {
+    SimRank& rank = engine_.rank(r);
+    starts[static_cast<size_t>(r)] = Start{this, &rank};
+    pthread_t thread;
+    failed = pthread_create(&thread, &attributes, thread_main, &starts[static_cast<size_t>(r)]);
+    if (failed == 0) {
+      threads.push_back(thread);
+      ready_.push_back(&rank);
+    }
+  }
+  pthread_attr_destroy(&attributes);
+  if (failed != 0) {
+    // The threads made so far end without running their rank; nothing of the run has happened.
+    abandoned_ = true;
+    world_size_ = static_cast<int>(threads.size());
+  }
+  if (!threads.empty()) {
+    pass_from(nullptr);
+    take(caller_);
+  }
+  for (pthread_t thread : threads) pthread_join(thread, nullptr);
+  if (failed != 0) {
+    throw BackendError(fmt::format(
+        "sim: could not start the thread of rank {} ({}): each simulated rank runs on a thread "
+        "of its own here, with a {} KiB stack; fewer ranks, or a higher limit on threads "
+        "(ulimit -u, /proc/sys/kernel/threads-max) or memory",
+        threads.size(), std::strerror(failed), stack_bytes_ / 1024));
+  }
+}
+
+bool ThreadTurns::pass_from(SimRank* me) {
+  for (;;) {
+    if (!ready_.empty()) {
+      if (seeded_) bring_seeded_pick_to_front(ready_, rng_);
+      SimRank* next = ready_.front();
+      ready_.pop_front();
+      engine_.switching_to(nullptr, next);
+      if (next == me) return true;
+      if (me != nullptr && hooks_.giving) hooks_.giving();
+      give(seats_[static_cast<size_t>(next->rank)]);
+      return false;
+    }
+    if (ended_ == world_size_) {
+      engine_.switching_to(nullptr, nullptr);
+      give(caller_);
+      return false;
+    }
+    engine_.on_idle();
+  }
+}
+
+void ThreadTurns::wait_turn(SimRank& rank) {
+  if (pass_from(&rank)) return;
+  take(seats_[static_cast<size_t>(rank.rank)]);
+  if (hooks_.taken) hooks_.taken();
+}
+
+void ThreadTurns::block(SimRank& rank) { wait_turn(rank); }
+
+void ThreadTurns::yield(SimRank& rank) {
+  ready_.push_back(&rank);
+  wait_turn(rank);
+}
+
+}  // namespace ranks::sim::detail
