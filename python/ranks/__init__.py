@@ -3,8 +3,9 @@
     import ranks.dist as dist      # mmengine.dist's functions
     import ranks.sim               # ranks.sim.run(fn, world_size=...) -> report
 
-Under ``ranks sim -n N -- python3 script.py`` the first import of ranks runs the script as N
-simulated ranks in this process (see ranks._script), prints the report and exits with its status.
+Under ``ranks sim -n N -- python3 script.py`` the script runs as N simulated ranks in this
+process (see ranks._script), and the report is printed; a program started with ``-m`` is taken
+over at its first import of ranks.
 """
 
 import os as _os
@@ -25,6 +26,8 @@ def _simulate_script_if_asked():
     own import (the "torch.backends" entry point), and the script must not run inside that; its
     own ``import ranks.dist`` comes later."""
     if not _os.environ.get("RANKS_SIM_WORLD_SIZE") or _core.simulating():
+        return
+    if _os.environ.get("RANKS_SIM_ENTRY"):  # started on ranks._simulate, which takes over
         return
     torch = _sys.modules.get("torch")
     if torch is not None and getattr(getattr(torch, "__spec__", None), "_initializing", False):

@@ -12,6 +12,7 @@ schedule, virtual clock and report.
 
 import contextlib
 import os
+import sys
 
 from ranks import _core
 
@@ -28,9 +29,20 @@ def run(fn, world_size=8, backend="nccl", seed=0, timeout=1800.0, faults=(), ran
     preset or file), ``trace`` (a Chrome trace path), ``accept`` (hazard kinds that leave the
     outcome ok: "buffer_in_flight", "unwaited_work", "buffering"). ``report.hazards`` lists the
     hazards the run passed through (kind, message, ranks, ops, where, occurrences, accepted).
-    ``rank_threads``: each rank on a thread of its own (see above)."""
-    with _exits_reported():
-        return _core.simulate(fn, world_size, ranks_per_node, backend, seed, float(timeout),
+    ``rank_threads``: each rank on a thread of its own (see above); torch.distributed then
+    behaves on each rank as in one process of a torchrun job (ranks._torch_sim), so ``fn`` may
+    call ``torch.distributed.init_process_group("gloo")`` and build DDP models."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_exits_reported())
+        body = fn
+        if rank_threads and "torch" in sys.modules:
+            from ranks import _torch_sim
+            enter_rank = stack.enter_context(_torch_sim.simulated_torch())
+
+            def body():
+                enter_rank()
+                return fn()
+        return _core.simulate(body, world_size, ranks_per_node, backend, seed, float(timeout),
                               list(faults), move_data, None if trace is None else str(trace),
                               model, stack_bytes, list(accept), bool(rank_threads))
 

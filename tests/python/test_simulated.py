@@ -137,3 +137,56 @@ def test_param_buckets():
         [[id(f[0]), id(f[1])], [id(f[2])]]
     big = torch.zeros(100)  # past the limit alone: a bucket of its own
     assert ids(_pieces.buckets([big, f[0], f[1]], 16 / 2**20)) == [[id(big)], [id(f[0])], [id(f[1])]]
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 5])
+def test_ddp_script_body_matches_averaged_gradient_descent(world_size):
+    """torch.distributed, unchanged, on rank threads: init_process_group("gloo"), DDP, a few
+    SGD steps. The expected parameters come from plain gradient descent on the average of the
+    ranks' gradients, computed here without any process group."""
+    import torch.distributed as torch_dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    def batch(rank, step):
+        generator = torch.Generator().manual_seed(1000 * step + rank)
+        return torch.randn(3, 4, generator=generator), torch.randn(3, 1, generator=generator)
+
+    def fresh_model():
+        torch.manual_seed(0)
+        return torch.nn.Linear(4, 1)
+
+    finals = {}
+    backends = {}
+
+    def body():
+        torch_dist.init_process_group("gloo")
+        rank = torch_dist.get_rank()
+        backends[rank] = torch_dist.get_backend()
+        model = fresh_model() if rank == 0 else torch.nn.Linear(4, 1)  # DDP broadcasts rank 0's
+        ddp = DistributedDataParallel(model)
+        optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
+        for step in range(3):
+            x, y = batch(rank, step)
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            optimizer.step()
+        finals[rank] = [p.detach().clone() for p in model.parameters()]
+        torch_dist.destroy_process_group()
+
+    report = ranks.sim.check(body, world_size=world_size, backend="gloo", rank_threads=True)
+    assert report.outcome == "ok"
+    assert backends == {r: "gloo" for r in range(world_size)}
+    reference = fresh_model()
+    for step in range(3):
+        grads = []
+        for rank in range(world_size):
+            reference.zero_grad()
+            x, y = batch(rank, step)
+            torch.nn.functional.mse_loss(reference(x), y).backward()
+            grads.append([p.grad.clone() for p in reference.parameters()])
+        with torch.no_grad():
+            for i, p in enumerate(reference.parameters()):
+                p -= 0.05 * sum(g[i] for g in grads) / world_size
+    for rank in range(world_size):
+        for got, want in zip(finals[rank], reference.parameters()):
+            assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), (rank, got, want)

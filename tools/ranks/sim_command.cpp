@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "python_program.hpp"
 #include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 
@@ -108,7 +109,10 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
   // Same seed, same run, for Python programs too: string hashes (set and dict iteration order)
   // are fixed unless the caller chose a hash seed.
   if (std::getenv("PYTHONHASHSEED") == nullptr) environment.emplace_back("PYTHONHASHSEED=0");
-  std::vector<std::string> argv_strings = args.program;
+  bool entry_module = false;
+  std::vector<std::string> argv_strings = simulated_python_command(args.program, entry_module);
+  // The package's own import must not take the run over too: the entry module does.
+  if (entry_module) environment.emplace_back("RANKS_SIM_ENTRY=ranks._simulate");
   std::vector<char*> argv = pointers_to(argv_strings);
   std::vector<char*> envp = pointers_to(environment);
   posix_spawn_file_actions_t actions;
@@ -132,22 +136,16 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
   return status;
 }
 
-// A Python interpreter (python, python3, python3.11, a virtual environment's): its script is
-// simulated from its first import of ranks.dist, not through ranks::main.
-bool is_python(const std::string& program) {
-  return std::filesystem::path(program).filename().string().starts_with("python");
-}
-
 // The report for a program that ended without writing one (it crashed, is not built on
 // ranks::main, or is a Python script that never imported ranks).
 std::string orphan_report(const SimArgs& args, int status) {
   std::string message;
   if (!WIFSIGNALED(status) && is_python(args.program.front())) {
     message = fmt::format(
-        "{} exited with status {} without a simulator report: the script ended before it "
-        "imported ranks.dist, where a Python script's simulation starts (torch.distributed "
-        "scripts that never import it are not simulated yet); its last lines above say why, "
-        "e.g. a module missing from that interpreter",
+        "{} exited with status {} without a simulator report: the script ended before its "
+        "simulation started (ranks' package, ranks._simulate, runs it on every simulated "
+        "rank; a script run with -c or -m starts it at its first import of ranks.dist); its "
+        "last lines above say why, e.g. ranks or torch missing from that interpreter",
         args.program.front(), WEXITSTATUS(status));
   } else if (WIFSIGNALED(status)) {
     message = fmt::format(

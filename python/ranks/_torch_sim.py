@@ -1,0 +1,356 @@
+"""torch.distributed programs, unchanged, as simulated ranks.
+
+Each simulated rank runs on an OS thread of its own (``rank_threads``), one at a time. While a
+run goes on, torch.distributed behaves on every rank thread as it does in one process of a real
+job launched by torchrun:
+
+- ``init_process_group`` with ``env://``, ``tcp://`` or ``file://`` rendezvouses through the
+  job's store, which every rank of the run sees; the rank and world size are the simulated
+  rank's (a script that asks for others is told so);
+- the process group torch builds for ``"gloo"`` (and for a bare ``init_process_group()`` on a
+  CPU-only torch) is a ``ranks.torch.ProcessGroup`` on the rank's simulated world or sub-group,
+  so its collectives are matched, priced and diagnosed by the simulator; ``get_backend()`` still
+  says ``"gloo"``;
+- torch's process-group registry and c10d's world (default group, group names and counts) are
+  the rank's own (torch's thread-isolation mode and a per-thread world);
+- ``os.environ`` shows each rank the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE,
+  LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT), and what a rank writes there is its
+  own; the process's real environment (what child processes and C code see) is not changed;
+- torch runs one intra-op thread per rank unless OMP_NUM_THREADS says otherwise, as torchrun
+  sets for several processes per node.
+"""
+
+import collections.abc
+import contextlib
+import datetime
+import os
+import sys
+import threading
+import types
+import urllib.parse
+
+from ranks import _core
+from ranks.errors import InvalidArgument, Timeout
+
+# Virtual time a store wait lets pass before it looks again: other ranks run meanwhile.
+_STORE_POLL_SECONDS = 1e-6
+
+
+def _job_store_class(dist):
+    class JobStore(dist.Store):
+        """The job's store, one for every rank of the run (torchrun's agent store or the
+        MASTER_ADDR TCPStore in a real job). A get or wait for keys not set yet lets the other
+        ranks run on the virtual clock until they are set or the store's timeout passes."""
+
+        def __init__(self):
+            super().__init__()
+            self._data = {}
+
+        @staticmethod
+        def _bytes(value):
+            return value.encode() if isinstance(value, str) else bytes(value)
+
+        def _wait_for(self, keys, timeout=None):
+            if timeout is None or not isinstance(timeout, datetime.timedelta):
+                timeout = self.timeout
+            limit = timeout.total_seconds() if timeout.total_seconds() > 0 else float("inf")
+            waited = 0.0
+            while not all(key in self._data for key in keys):
+                if waited >= limit:
+                    missing = [key for key in keys if key not in self._data]
+                    raise Timeout(f"the job's store: timeout after {timeout} waiting for "
+                                  f"key(s) {missing} on rank {_core.get_rank(None)}")
+                _core.sleep(_STORE_POLL_SECONDS)
+                waited += _STORE_POLL_SECONDS
+
+        def set(self, key, value):
+            self._data[key] = self._bytes(value)
+
+        def get(self, key):
+            self._wait_for([key])
+            return self._data[key]
+
+        def add(self, key, amount):
+            value = int(self._data.get(key, b"0")) + int(amount)
+            self._data[key] = str(value).encode()
+            return value
+
+        def append(self, key, value):
+            self._data[key] = self._data.get(key, b"") + self._bytes(value)
+
+        def compare_set(self, key, expected, desired):
+            current = self._data.get(key)
+            expected = self._bytes(expected)
+            if (current is None and expected == b"") or current == expected:
+                self._data[key] = self._bytes(desired)
+                return self._data[key]
+            return expected if current is None else current
+
+        def check(self, keys):
+            return all(key in self._data for key in keys)
+
+        def wait(self, keys, timeout=None):
+            self._wait_for(list(keys), timeout)
+
+        def multi_get(self, keys):
+            self._wait_for(list(keys))
+            return [self._data[key] for key in keys]
+
+        def multi_set(self, keys, values):
+            for key, value in zip(keys, values):
+                self.set(key, value)
+
+        def getNumKeys(self):  # noqa: N802 (torch's name)
+            return len(self._data)
+
+        def deleteKey(self, key):  # noqa: N802 (torch's name)
+            return self._data.pop(key, None) is not None
+
+        def clone(self):
+            return self
+
+        def has_extended_api(self):
+            return True
+
+    return JobStore
+
+
+def _rank_world_class(c10d):
+    class RankWorld(c10d._World):
+        """One rank's c10d state (default group, names, ranks, tags, group count), as one
+        process of a real job has it."""
+
+        def __init__(self):
+            super().__init__()
+            self._own = {"pg_map": {}, "pg_names": {}, "pg_group_ranks": {},
+                         "pg_backend_config": {}, "tags_to_pg": {}, "pg_to_tag": {}}
+            self._count = 0
+
+        pg_map = property(lambda self: self._own["pg_map"])
+        pg_names = property(lambda self: self._own["pg_names"])
+        pg_group_ranks = property(lambda self: self._own["pg_group_ranks"])
+        pg_backend_config = property(lambda self: self._own["pg_backend_config"])
+        tags_to_pg = property(lambda self: self._own["tags_to_pg"])
+        pg_to_tag = property(lambda self: self._own["pg_to_tag"])
+
+        @property
+        def group_count(self):
+            return self._count
+
+        @group_count.setter
+        def group_count(self, value):
+            self._count = value
+
+    return RankWorld
+
+
+class _Worlds:
+    """c10d's ``_world`` during a run: the running rank thread's own world, the caller's world
+    on any other thread."""
+
+    def __init__(self, outside, rank_world):
+        object.__setattr__(self, "_outside", outside)
+        object.__setattr__(self, "_rank_world", rank_world)
+        object.__setattr__(self, "_local", threading.local())
+
+    def enter_rank(self):
+        self._local.world = self._rank_world()
+
+    def _current(self):
+        return getattr(self._local, "world", None) or self._outside
+
+    def __getattr__(self, name):
+        return getattr(self._current(), name)
+
+    def __setattr__(self, name, value):
+        setattr(self._current(), name, value)
+
+
+class _RankEnviron(collections.abc.MutableMapping):
+    """``os.environ`` during a run: on a rank thread, the process's variables with the rank's
+    own over them (what it set, what it deleted, what torchrun would have given it); the
+    process's own elsewhere."""
+
+    _DELETED = object()
+
+    def __init__(self, real):
+        self._real = real
+        self._local = threading.local()
+
+    def enter_rank(self, variables):
+        self._local.own = dict(variables)
+
+    def _own(self):
+        return getattr(self._local, "own", None)
+
+    def __getitem__(self, key):
+        own = self._own()
+        if own is not None and key in own:
+            if own[key] is self._DELETED:
+                raise KeyError(key)
+            return own[key]
+        return self._real[key]
+
+    def __setitem__(self, key, value):
+        own = self._own()
+        if own is None:
+            self._real[key] = value
+            return
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"str expected, not {type(key if not isinstance(key, str) else value).__name__}")
+        own[key] = value
+
+    def __delitem__(self, key):
+        own = self._own()
+        if own is None:
+            del self._real[key]
+            return
+        if key not in self:
+            raise KeyError(key)
+        own[key] = self._DELETED
+
+    def __iter__(self):
+        own = self._own()
+        if own is None:
+            yield from self._real
+            return
+        for key in self._real:
+            if own.get(key) is not self._DELETED:
+                yield key
+        for key, value in own.items():
+            if key not in self._real and value is not self._DELETED:
+                yield key
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def copy(self):
+        return dict(self)
+
+    def __repr__(self):
+        return f"environ({dict(self)!r})"
+
+
+def _launcher_variables():
+    """What torchrun sets for the running simulated rank."""
+    rank, world = _core.get_rank(None), _core.get_world_size(None)
+    local_rank, local_size = _core.get_local_rank(), _core.get_local_size()
+    per_node = max(local_size, 1)
+    return {
+        "RANK": str(rank), "WORLD_SIZE": str(world),
+        "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(local_size),
+        "GROUP_RANK": str(rank // per_node), "ROLE_RANK": str(rank),
+        "ROLE_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500",
+    }
+
+
+def _simulated_gloo_class(ranks_torch):
+    class SimulatedGloo(ranks_torch.ProcessGroup):
+        """What torch builds for "gloo" while ranks are simulated, built as torch builds
+        ProcessGroupGloo: its members arrive in ``options`` after construction, and torch then
+        calls _set_sequence_number_for_group, where it joins the simulated group."""
+
+        def __init__(self, store, rank, size, timeout=None, *args, **kwargs):  # noqa: ARG002
+            super().__init__(None, rank, size)
+            self.options = types.SimpleNamespace(global_ranks_in_group=[], group_name="",
+                                                 _timeout=timeout)
+
+        @property
+        def group_name(self):
+            return self.options.group_name
+
+        def _set_sequence_number_for_group(self):
+            world = _core.get_world_size(None)
+            members = list(self.options.global_ranks_in_group) or list(range(self.size()))
+            if len(members) != self.size():
+                raise InvalidArgument(f"torch asked for a group of {self.size()} ranks with "
+                                      f"members {members}")
+            if members == list(range(world)):
+                self._group = None
+            else:
+                self._group = _core.new_group_of_members(members, str(self.options.group_name),
+                                                         None)
+
+    return SimulatedGloo
+
+
+def _rendezvous_handler(store):
+    def rendezvous(url, timeout=None, **kwargs):  # noqa: ARG001
+        rank, world = _core.get_rank(None), _core.get_world_size(None)
+        query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+        asked_rank = int(query["rank"][0]) if "rank" in query else rank
+        asked_world = int(query["world_size"][0]) if "world_size" in query else world
+        if asked_world != world or asked_rank != rank:
+            raise InvalidArgument(
+                f"init_process_group on simulated rank {rank} of {world} asks for rank "
+                f"{asked_rank} of a world of {asked_world} ({url}): under ranks sim each rank "
+                f"is what torchrun would make it (ranks sim -n sets the world size; RANK, "
+                f"LOCAL_RANK and WORLD_SIZE are set for every rank)")
+        yield (store, rank, world)
+    return rendezvous
+
+
+class _TorchSimulation:
+    """The patches of one run, and their undoing."""
+
+    def __init__(self):
+        import torch
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d as c10d
+
+        from ranks import torch as ranks_torch
+
+        self._torch, self._c10d = torch, c10d
+        self._rendezvous = sys.modules["torch.distributed.rendezvous"]
+        self._store = _job_store_class(dist)()
+        self._worlds = _Worlds(c10d._world, _rank_world_class(c10d))
+        self._environ = _RankEnviron(os.environ)
+        self._gloo = _simulated_gloo_class(ranks_torch)
+        self._saved = {}
+
+    def __enter__(self):
+        c10d, rendezvous = self._c10d, self._rendezvous
+        self._saved = {
+            "world": c10d._world, "gloo": c10d.ProcessGroupGloo,
+            "handlers": dict(rendezvous._rendezvous_handlers), "environ": os.environ,
+            "excepthook": sys.excepthook, "threads": self._torch.get_num_threads(),
+        }
+        self._torch._C._distributed_c10d._set_thread_isolation_mode(True)
+        c10d._world = self._worlds
+        c10d.ProcessGroupGloo = self._gloo
+        handler = _rendezvous_handler(self._store)
+        for scheme in ("env", "tcp", "file"):
+            rendezvous._rendezvous_handlers[scheme] = handler
+        os.environ = self._environ
+        if "OMP_NUM_THREADS" not in self._saved["environ"]:
+            self._torch.set_num_threads(1)
+        return self
+
+    def enter_rank(self):
+        self._worlds.enter_rank()
+        self._environ.enter_rank(_launcher_variables())
+
+    def __exit__(self, *exc):
+        c10d, saved = self._c10d, self._saved
+        os.environ = saved["environ"]
+        self._rendezvous._rendezvous_handlers.clear()
+        self._rendezvous._rendezvous_handlers.update(saved["handlers"])
+        c10d.ProcessGroupGloo = saved["gloo"]
+        c10d._world = saved["world"]
+        self._torch._C._distributed_c10d._set_thread_isolation_mode(False)
+        sys.excepthook = saved["excepthook"]  # init_process_group wraps it on every rank
+        self._torch.set_num_threads(saved["threads"])
+        return False
+
+
+@contextlib.contextmanager
+def simulated_torch():
+    """torch.distributed as each rank of a real job sees it, for a run of rank threads; yields
+    the function each rank calls first on its thread (None when torch is not installed)."""
+    try:
+        import torch.distributed  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    with _TorchSimulation() as simulation:
+        yield simulation.enter_rank
