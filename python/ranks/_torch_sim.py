@@ -16,6 +16,12 @@ job launched by torchrun:
 - ``os.environ`` shows each rank the variables torchrun sets (RANK, LOCAL_RANK, WORLD_SIZE,
   LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT), and what a rank writes there is its
   own; the process's real environment (what child processes and C code see) is not changed;
+- each rank has its own random generators: torch's default generator (torch keeps one per
+  process: it is saved and restored around every turn), and the generators behind ``random``'s
+  and ``numpy.random``'s module functions (each rank's calls go to its own). Every rank starts
+  with torch's default seed, as every process of a real job does; ``random`` and ``numpy.random``
+  are seeded from the rank (a real process seeds them from the OS, so no script can count on
+  their values);
 - torch runs one intra-op thread per rank unless OMP_NUM_THREADS says otherwise, as torchrun
   sets for several processes per node.
 """
@@ -24,6 +30,7 @@ import collections.abc
 import contextlib
 import datetime
 import os
+import random
 import sys
 import threading
 import types
@@ -115,13 +122,14 @@ def _job_store_class(dist):
     return JobStore
 
 
-def _rank_world_class(c10d):
-    class RankWorld(c10d._World):
-        """One rank's c10d state (default group, names, ranks, tags, group count), as one
-        process of a real job has it."""
+def _thread_worlds(c10d):
+    """c10d's ``_world`` during a run: each thread's own c10d state (default group, names,
+    ranks, tags, group count), as one process of a real job has it; a rank thread's starts
+    empty. A threading.local, so that c10d's every look at it is a plain attribute read."""
 
+    class ThreadWorld(threading.local, c10d._World):
         def __init__(self):
-            super().__init__()
+            c10d._World.__init__(self)
             self._own = {"pg_map": {}, "pg_names": {}, "pg_group_ranks": {},
                          "pg_backend_config": {}, "tags_to_pg": {}, "pg_to_tag": {}}
             self._count = 0
@@ -141,29 +149,7 @@ def _rank_world_class(c10d):
         def group_count(self, value):
             self._count = value
 
-    return RankWorld
-
-
-class _Worlds:
-    """c10d's ``_world`` during a run: the running rank thread's own world, the caller's world
-    on any other thread."""
-
-    def __init__(self, outside, rank_world):
-        object.__setattr__(self, "_outside", outside)
-        object.__setattr__(self, "_rank_world", rank_world)
-        object.__setattr__(self, "_local", threading.local())
-
-    def enter_rank(self):
-        self._local.world = self._rank_world()
-
-    def _current(self):
-        return getattr(self._local, "world", None) or self._outside
-
-    def __getattr__(self, name):
-        return getattr(self._current(), name)
-
-    def __setattr__(self, name, value):
-        setattr(self._current(), name, value)
+    return ThreadWorld()
 
 
 class _RankEnviron(collections.abc.MutableMapping):
@@ -244,6 +230,62 @@ def _launcher_variables():
     }
 
 
+class _RankRandomness:
+    """Each rank's own random generators (see the module's docstring)."""
+
+    def __init__(self, torch):
+        self._generator = torch.default_generator
+        self._initial = torch.Generator().get_state()  # torch's default seed
+        self._local = threading.local()
+        self._patched = []  # (module, name, original)
+        self._dispatch(random, random._inst, "random", random.Random)
+        numpy_random = sys.modules.get("numpy.random")
+        if numpy_random is None:
+            try:
+                import numpy.random as numpy_random
+            except ImportError:
+                numpy_random = None
+        if numpy_random is not None:
+            self._dispatch(numpy_random, numpy_random.mtrand._rand, "numpy",
+                           numpy_random.RandomState)
+
+    def _dispatch(self, module, shared, kind, make):
+        local = self._local
+        for name in dir(module):
+            original = getattr(module, name)
+            # numpy.random.seed is a function of its own that seeds the shared RandomState.
+            if getattr(original, "__self__", None) is not shared and name != "seed":
+                continue
+
+            def call(*args, _name=name, _kind=kind, _shared=shared, **kwargs):
+                return getattr(getattr(local, _kind, _shared), _name)(*args, **kwargs)
+
+            call.__name__ = call.__qualname__ = name
+            call.__doc__ = original.__doc__
+            self._patched.append((module, name, original))
+            setattr(module, name, call)
+        setattr(self, f"_make_{kind}", make)
+
+    def enter_rank(self, rank):
+        self._local.random = self._make_random(rank)
+        if hasattr(self, "_make_numpy"):
+            self._local.numpy = self._make_numpy(rank)
+        self._generator.set_state(self._initial)
+
+    def given(self):
+        self._local.torch_state = self._generator.get_state()
+
+    def taken(self):
+        state = getattr(self._local, "torch_state", None)
+        if state is not None:
+            self._generator.set_state(state)
+
+    def undo(self):
+        for module, name, original in reversed(self._patched):
+            setattr(module, name, original)
+        self._patched.clear()
+
+
 def _simulated_gloo_class(ranks_torch):
     class SimulatedGloo(ranks_torch.ProcessGroup):
         """What torch builds for "gloo" while ranks are simulated, built as torch builds
@@ -303,7 +345,7 @@ class _TorchSimulation:
         self._torch, self._c10d = torch, c10d
         self._rendezvous = sys.modules["torch.distributed.rendezvous"]
         self._store = _job_store_class(dist)()
-        self._worlds = _Worlds(c10d._world, _rank_world_class(c10d))
+        self._worlds = _thread_worlds(c10d)
         self._environ = _RankEnviron(os.environ)
         self._gloo = _simulated_gloo_class(ranks_torch)
         self._saved = {}
@@ -322,16 +364,22 @@ class _TorchSimulation:
         for scheme in ("env", "tcp", "file"):
             rendezvous._rendezvous_handlers[scheme] = handler
         os.environ = self._environ
+        self._saved["torch_rng"] = self._torch.default_generator.get_state()
+        self._randomness = _RankRandomness(self._torch)
+        _core.set_turn_callbacks(self._randomness.given, self._randomness.taken)
         if "OMP_NUM_THREADS" not in self._saved["environ"]:
             self._torch.set_num_threads(1)
         return self
 
     def enter_rank(self):
-        self._worlds.enter_rank()
         self._environ.enter_rank(_launcher_variables())
+        self._randomness.enter_rank(_core.get_rank(None))
 
     def __exit__(self, *exc):
         c10d, saved = self._c10d, self._saved
+        _core.set_turn_callbacks(None, None)
+        self._randomness.undo()
+        self._torch.default_generator.set_state(saved["torch_rng"])
         os.environ = saved["environ"]
         self._rendezvous._rendezvous_handlers.clear()
         self._rendezvous._rendezvous_handlers.update(saved["handlers"])

@@ -40,10 +40,19 @@ _RED_OP_NAMES = {
 }
 
 
+# torch's reduce op types (RedOpType members are hashable) to ranks' names: one lookup per op.
+_RED_OPS = {getattr(_torch_dist.ReduceOp.RedOpType, torch_name): name
+            for torch_name, name in _RED_OP_NAMES.items()
+            if hasattr(_torch_dist.ReduceOp.RedOpType, torch_name)}
+
+
 def _reduce_op(opts):
     """The ranks op name of torch's reduce op (opts.reduceOp)."""
-    op = getattr(opts.reduceOp, "op", opts.reduceOp)
-    name = _RED_OP_NAMES.get(getattr(op, "name", str(op)).rsplit(".", 1)[-1])
+    op = opts.reduceOp
+    op = getattr(op, "op", op)
+    name = _RED_OPS.get(op)
+    if name is None:
+        name = _RED_OP_NAMES.get(getattr(op, "name", str(op)).rsplit(".", 1)[-1])
     if name is None:
         raise Unsupported(f"the {NAME} backend has no reduce op {op} (it has "
                           f"{', '.join(sorted(_RED_OP_NAMES))})")

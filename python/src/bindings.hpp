@@ -32,6 +32,8 @@ object::Bytes payload_of(py::handle value, std::string_view api, uint64_t type_t
 // as it is read (plain_format.hpp); pickle is trusted, as pickle.loads trusts its input.
 py::object load_payload(std::span<const uint8_t> payload, std::string_view from);
 void register_simulator(py::module_& m);
+// The bare thread hand-over benchmarks compare with (baton.cpp).
+void register_baton(py::module_& m);
 
 // The Python line that called into ranks: the innermost frame outside the ranks package
 // (dist.py's wrappers are not the program's call site), as the location ops and reports carry.

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_core, m) {
   register_objects(m);
   register_plain_objects(m);
   register_simulator(m);
+  register_baton(m);
   m.def("set_package_directory", &set_package_directory);
   m.def("skip_frames_of", &skip_frames_of);
 }

@@ -11,6 +11,20 @@ namespace {
 thread_local PyThreadState* waiting_state = nullptr;
 thread_local PyObject* rank_main = nullptr;
 thread_local bool is_rank_thread = false;
+// Python callables (strong; null: none) called on a rank thread, holding the interpreter lock,
+// as it gives the turn away and as it takes it back: where per-rank state that lives in one
+// process-wide place (torch's default generator) is saved and restored.
+PyObject* on_given = nullptr;
+PyObject* on_taken = nullptr;
+
+void call_turn_callback(PyObject* callback) noexcept {
+  if (callback == nullptr) return;
+  if (PyObject* result = PyObject_CallNoArgs(callback)) {
+    Py_DECREF(result);
+  } else {
+    PyErr_WriteUnraisable(callback);  // a hand-over cannot fail; say what went wrong
+  }
+}
 
 void install_rank_main() noexcept {
   if (rank_main == nullptr) return;
@@ -20,13 +34,16 @@ void install_rank_main() noexcept {
 void give_turn() noexcept {
   // A rank may give the turn inside a call that let go of the lock itself (torch releases it
   // around its own C++ work): then there is nothing to let go of.
-  if (PyGILState_Check()) waiting_state = PyEval_SaveThread();
+  if (!PyGILState_Check()) return;
+  call_turn_callback(on_given);
+  waiting_state = PyEval_SaveThread();
 }
 
 void take_turn() noexcept {
   if (PyThreadState* state = std::exchange(waiting_state, nullptr)) {
     PyEval_RestoreThread(state);
     install_rank_main();
+    call_turn_callback(on_taken);
   }
 }
 
@@ -68,6 +85,13 @@ std::function<void()> RankTurns::on_own_thread(std::function<void()> body) {
 }
 
 bool RankTurns::on_rank_thread() noexcept { return is_rank_thread; }
+
+void RankTurns::set_turn_callbacks(PyObject* given, PyObject* taken) {
+  Py_XINCREF(given);
+  Py_XINCREF(taken);
+  Py_XSETREF(on_given, given);
+  Py_XSETREF(on_taken, taken);
+}
 
 void RankTurns::set_main_module(PyObject* module) {
   Py_INCREF(module);

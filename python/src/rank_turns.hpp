@@ -30,6 +30,10 @@ class RankTurns {
   static std::function<void()> on_own_thread(std::function<void()> body);
   // Whether this thread is a rank thread of a run.
   static bool on_rank_thread() noexcept;
+  // Called (no arguments, the lock held) on a rank thread as it gives the turn away while its
+  // body goes on, and as it takes it back; null: nothing. For per-rank state kept in one
+  // process-wide place, saved and restored around every turn.
+  static void set_turn_callbacks(PyObject* given, PyObject* taken);
   // The running rank's own __main__ from now on (see above).
   static void set_main_module(PyObject* module);
 

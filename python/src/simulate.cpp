@@ -179,6 +179,11 @@ void register_simulator(py::module_& m) {
         py::arg("trace"), py::arg("model"), py::arg("stack_bytes"), py::arg("accept"),
         py::arg("rank_threads") = false);
 
+  m.def("set_turn_callbacks", [](py::object given, py::object taken) {
+    RankTurns::set_turn_callbacks(given.is_none() ? nullptr : given.ptr(),
+                                  taken.is_none() ? nullptr : taken.ptr());
+  });
+
   m.def("set_main_module", [](py::object module) {
     if (RankTurns::on_rank_thread()) {
       RankTurns::set_main_module(module.ptr());

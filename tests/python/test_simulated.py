@@ -190,3 +190,40 @@ def test_ddp_script_body_matches_averaged_gradient_descent(world_size):
     for rank in range(world_size):
         for got, want in zip(finals[rank], reference.parameters()):
             assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), (rank, got, want)
+
+
+@pytest.mark.parametrize("world_size", [2, 4])
+def test_each_rank_thread_has_its_own_random_generators(world_size):
+    """Every rank seeds torch, random and numpy.random alike and draws between collectives, as
+    each process of a real job would: each rank's draws are what one process alone draws, not a
+    share of one stream interleaved with the other ranks'. Unseeded, torch starts from its
+    default seed on every rank, as every process does."""
+    import random as py_random
+
+    import torch.distributed as torch_dist
+
+    draws = {}
+
+    def body():
+        torch_dist.init_process_group("gloo")
+        rank = torch_dist.get_rank()
+        unseeded = torch.rand(2).tolist()
+        torch.manual_seed(7)
+        py_random.seed(11)
+        np.random.seed(13)
+        mine = []
+        for _ in range(3):
+            mine.append((torch.rand(3).tolist(), py_random.random(), np.random.rand(2).tolist()))
+            torch_dist.barrier()  # every other rank draws before this one goes on
+        draws[rank] = (unseeded, mine)
+
+    ranks.sim.check(body, world_size=world_size, backend="gloo", rank_threads=True)
+    generator = torch.Generator()
+    expected_unseeded = torch.rand(2, generator=generator).tolist()
+    torch_generator = torch.Generator().manual_seed(7)
+    python_generator = py_random.Random(11)
+    numpy_generator = np.random.RandomState(13)
+    expected = [(torch.rand(3, generator=torch_generator).tolist(), python_generator.random(),
+                 numpy_generator.rand(2).tolist()) for _ in range(3)]
+    for rank in range(world_size):
+        assert draws[rank] == (expected_unseeded, expected), rank
