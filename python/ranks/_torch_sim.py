@@ -22,6 +22,8 @@ job launched by torchrun:
   with torch's default seed, as every process of a real job does; ``random`` and ``numpy.random``
   are seeded from the rank (a real process seeds them from the OS, so no script can count on
   their values);
+- the module globals that libraries keep per process and the script cannot reach are each
+  rank's own: MMEngine's local process group (``mmengine.dist.utils._LOCAL_PROCESS_GROUP``);
 - torch runs one intra-op thread per rank unless OMP_NUM_THREADS says otherwise, as torchrun
   sets for several processes per node.
 """
@@ -230,6 +232,37 @@ def _launcher_variables():
     }
 
 
+# Module globals a library keeps per process, as (module, name): each rank has its own value,
+# the module's initial one (None) at its start, swapped in and out around every turn. The module
+# need not be imported yet: it is looked for at every turn (one dictionary lookup).
+_PER_RANK_GLOBALS = (("mmengine.dist.utils", "_LOCAL_PROCESS_GROUP"),)
+
+
+class _RankGlobals:
+    """Each rank's own value of the _PER_RANK_GLOBALS."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def enter_rank(self):
+        self._local.values = {}
+        self.taken()
+
+    def given(self):
+        values = self._local.values
+        for module_name, name in _PER_RANK_GLOBALS:
+            module = sys.modules.get(module_name)
+            if module is not None:
+                values[module_name, name] = module.__dict__.get(name)
+
+    def taken(self):
+        values = self._local.values
+        for module_name, name in _PER_RANK_GLOBALS:
+            module = sys.modules.get(module_name)
+            if module is not None and name in module.__dict__:
+                module.__dict__[name] = values.get((module_name, name))
+
+
 class _RankRandomness:
     """Each rank's own random generators (see the module's docstring)."""
 
@@ -366,7 +399,18 @@ class _TorchSimulation:
         os.environ = self._environ
         self._saved["torch_rng"] = self._torch.default_generator.get_state()
         self._randomness = _RankRandomness(self._torch)
-        _core.set_turn_callbacks(self._randomness.given, self._randomness.taken)
+        self._globals = _RankGlobals()
+        randomness, module_globals = self._randomness, self._globals
+
+        def given():
+            randomness.given()
+            module_globals.given()
+
+        def taken():
+            randomness.taken()
+            module_globals.taken()
+
+        _core.set_turn_callbacks(given, taken)
         if "OMP_NUM_THREADS" not in self._saved["environ"]:
             self._torch.set_num_threads(1)
         return self
@@ -374,6 +418,7 @@ class _TorchSimulation:
     def enter_rank(self):
         self._environ.enter_rank(_launcher_variables())
         self._randomness.enter_rank(_core.get_rank(None))
+        self._globals.enter_rank()
 
     def __exit__(self, *exc):
         c10d, saved = self._c10d, self._saved
