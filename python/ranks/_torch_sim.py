@@ -7,6 +7,8 @@ job launched by torchrun:
 - ``init_process_group`` with ``env://``, ``tcp://`` or ``file://`` rendezvouses through the
   job's store, which every rank of the run sees; the rank and world size are the simulated
   rank's (a script that asks for others is told so);
+- a ``TCPStore`` or ``FileStore`` the script makes is one every rank sees (ranks that name the
+  same host and port, or file, share it), whose waits let the other ranks run;
 - the process group torch builds for ``"gloo"`` (and for a bare ``init_process_group()`` on a
   CPU-only torch) is a ``ranks.torch.ProcessGroup`` on the rank's simulated world or sub-group,
   so its collectives are matched, priced and diagnosed by the simulator; ``get_backend()`` still
@@ -23,14 +25,19 @@ job launched by torchrun:
   are seeded from the rank (a real process seeds them from the OS, so no script can count on
   their values);
 - the module globals that libraries keep per process and the script cannot reach are each
-  rank's own: MMEngine's local process group (``mmengine.dist.utils._LOCAL_PROCESS_GROUP``);
+  rank's own: MMEngine's local process group (``mmengine.dist.utils._LOCAL_PROCESS_GROUP``), and
+  the instances of MMEngine's ``ManagerMixin`` classes (MessageHub, MMLogger, Visualizer: each
+  rank's ``get_instance`` and ``get_current_instance`` see the ones it made);
 - torch runs one intra-op thread per rank unless OMP_NUM_THREADS says otherwise, as torchrun
   sets for several processes per node.
 """
 
+import collections
 import collections.abc
 import contextlib
 import datetime
+import importlib.abc
+import importlib.machinery
 import os
 import random
 import sys
@@ -122,6 +129,51 @@ def _job_store_class(dist):
             return True
 
     return JobStore
+
+
+def _script_store_classes(job_store):
+    """``TCPStore`` and ``FileStore`` during a run: a store the script makes itself is one every
+    rank sees, as a real one is between processes (all ranks that name the same host and port, or
+    the same file, share it), and its waits let the other ranks run. A real TCPStore's master
+    would wait for its workers while holding the rank's turn, and a real FileStore's reader poll
+    the file in real time."""
+
+    def shared(name, key_of):
+        instances = {}
+
+        class Shared(job_store):
+            def __new__(cls, *args, **kwargs):
+                key = key_of(*args, **kwargs)
+                store = instances.get(key)
+                if store is None:
+                    store = job_store.__new__(cls)
+                    store._made = False
+                    instances[key] = store
+                return store
+
+            def __init__(self, *args, **kwargs):
+                if self._made:
+                    return
+                job_store.__init__(self)
+                self._made = True
+                self._key = key_of(*args, **kwargs)
+
+        Shared.__name__ = Shared.__qualname__ = name
+        return Shared
+
+    def tcp_key(host_name, port=None, *args, **kwargs):  # noqa: ARG001
+        return (host_name, kwargs.get("port", port))
+
+    def file_key(file_name, *args, **kwargs):  # noqa: ARG001
+        return os.path.abspath(file_name)
+
+    tcp = shared("TCPStore", tcp_key)
+    tcp.host = property(lambda self: self._key[0])
+    tcp.port = property(lambda self: self._key[1])
+    tcp.libuvBackend = property(lambda self: False)
+    file = shared("FileStore", file_key)
+    file.path = property(lambda self: self._key)
+    return tcp, file
 
 
 def _thread_worlds(c10d):
@@ -263,6 +315,108 @@ class _RankGlobals:
                 module.__dict__[name] = values.get((module_name, name))
 
 
+class _PerRankInstances(threading.local):
+    """A ManagerMixin class's ``_instance_dict`` during a run: each thread's own ordered dict."""
+
+    def __init__(self):
+        self.own = collections.OrderedDict()
+
+    def __getitem__(self, key):
+        return self.own[key]
+
+    def __setitem__(self, key, value):
+        self.own[key] = value
+
+    def __delitem__(self, key):
+        del self.own[key]
+
+    def __contains__(self, key):
+        return key in self.own
+
+    def __iter__(self):
+        return iter(self.own)
+
+    def __reversed__(self):
+        return reversed(self.own)
+
+    def __len__(self):
+        return len(self.own)
+
+    def __getattr__(self, name):
+        return getattr(self.own, name)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls then(module) once the module named ``name`` has been imported (now, if it is)."""
+
+    def __init__(self, name, then):
+        self._name, self._then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self._name:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader, then = spec.loader, self._then
+        exec_module = loader.exec_module
+
+        def exec_then(module):
+            exec_module(module)
+            then(module)
+
+        loader.exec_module = exec_then
+        return spec
+
+
+class _ManagerInstances:
+    """MMEngine's ManagerMixin classes keep their named instances in a class attribute: during a
+    run each rank thread has its own (see the module's docstring), whether mmengine is imported
+    before the run or by the ranks."""
+
+    MODULE = "mmengine.utils.manager"
+
+    def __init__(self):
+        self._saved = {}
+        self._meta = None
+        self._finder = None
+
+    def install(self):
+        module = sys.modules.get(self.MODULE)
+        if module is not None:
+            self._patch(module)
+        else:
+            self._finder = _AfterImport(self.MODULE, self._patch)
+            sys.meta_path.insert(0, self._finder)
+
+    def _patch(self, module):
+        meta, original_init = module.ManagerMeta, module.ManagerMeta.__init__
+
+        def init(cls, *args):
+            original_init(cls, *args)
+            cls._instance_dict = _PerRankInstances()
+
+        self._meta = (meta, original_init)
+        meta.__init__ = init
+        pending = [module.ManagerMixin]
+        while pending:
+            cls = pending.pop()
+            pending.extend(cls.__subclasses__())
+            if "_instance_dict" in cls.__dict__:
+                self._saved[cls] = cls.__dict__["_instance_dict"]
+                cls._instance_dict = _PerRankInstances()
+
+    def undo(self):
+        if self._finder is not None and self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        if self._meta is not None:
+            meta, original_init = self._meta
+            meta.__init__ = original_init
+        for cls, instances in self._saved.items():
+            cls._instance_dict = instances
+        self._saved.clear()
+
+
 class _RankRandomness:
     """Each rank's own random generators (see the module's docstring)."""
 
@@ -377,7 +531,10 @@ class _TorchSimulation:
 
         self._torch, self._c10d = torch, c10d
         self._rendezvous = sys.modules["torch.distributed.rendezvous"]
-        self._store = _job_store_class(dist)()
+        self._dist = dist
+        job_store = _job_store_class(dist)
+        self._store = job_store()
+        self._script_stores = _script_store_classes(job_store)
         self._worlds = _thread_worlds(c10d)
         self._environ = _RankEnviron(os.environ)
         self._gloo = _simulated_gloo_class(ranks_torch)
@@ -386,12 +543,16 @@ class _TorchSimulation:
     def __enter__(self):
         c10d, rendezvous = self._c10d, self._rendezvous
         self._saved = {
+            "TCPStore": self._dist.TCPStore, "FileStore": self._dist.FileStore,
             "world": c10d._world, "gloo": c10d.ProcessGroupGloo,
             "handlers": dict(rendezvous._rendezvous_handlers), "environ": os.environ,
             "excepthook": sys.excepthook, "threads": self._torch.get_num_threads(),
         }
         self._torch._C._distributed_c10d._set_thread_isolation_mode(True)
         c10d._world = self._worlds
+        self._dist.TCPStore, self._dist.FileStore = self._script_stores
+        self._managers = _ManagerInstances()
+        self._managers.install()
         c10d.ProcessGroupGloo = self._gloo
         handler = _rendezvous_handler(self._store)
         for scheme in ("env", "tcp", "file"):
@@ -423,9 +584,11 @@ class _TorchSimulation:
     def __exit__(self, *exc):
         c10d, saved = self._c10d, self._saved
         _core.set_turn_callbacks(None, None)
+        self._managers.undo()
         self._randomness.undo()
         self._torch.default_generator.set_state(saved["torch_rng"])
         os.environ = saved["environ"]
+        self._dist.TCPStore, self._dist.FileStore = saved["TCPStore"], saved["FileStore"]
         self._rendezvous._rendezvous_handlers.clear()
         self._rendezvous._rendezvous_handlers.update(saved["handlers"])
         c10d.ProcessGroupGloo = saved["gloo"]

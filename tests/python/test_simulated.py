@@ -227,3 +227,29 @@ def test_each_rank_thread_has_its_own_random_generators(world_size):
                  numpy_generator.rand(2).tolist()) for _ in range(3)]
     for rank in range(world_size):
         assert draws[rank] == (expected_unseeded, expected), rank
+
+
+def test_mmengine_managed_instances_are_each_ranks_own():
+    """MMEngine's MessageHub (a ManagerMixin: named instances in a class attribute) on rank
+    threads: each rank's get_instance and get_current_instance see the hub it made, as in its own
+    process, and the instances made outside the run are there again after it."""
+    from mmengine.logging import MessageHub
+
+    outside = MessageHub.get_instance("outside the run")
+    seen = {}
+
+    def body():
+        import torch.distributed as torch_dist
+        torch_dist.init_process_group("gloo")
+        rank = torch_dist.get_rank()
+        hub = MessageHub.get_instance(f"hub of rank {rank}")
+        hub.update_info("rank", rank)
+        torch_dist.barrier()  # every other rank makes its hub before this one looks
+        current = MessageHub.get_current_instance()
+        seen[rank] = (current.instance_name, current.get_info("rank"),
+                      MessageHub.check_instance_created("hub of rank 0"),
+                      MessageHub.check_instance_created("outside the run"))
+
+    ranks.sim.check(body, world_size=3, backend="gloo", rank_threads=True)
+    assert seen == {r: (f"hub of rank {r}", r, r == 0, False) for r in range(3)}
+    assert MessageHub.get_current_instance() is outside

@@ -125,3 +125,29 @@ def test_spawn_raises_with_the_report():
         spawn(_deadlocking, nprocs=2)
     assert "outcome deadlock (2 ranks, gloo rules" in str(failure.value)
     assert f"test_testing.py:{_line_of(_deadlocking, 'dist.recv')}" in str(failure.value)
+
+
+class StoresOfTheTestsOwn(MultiProcessTestCase):
+    """torch's own tests make their store: a FileStore on self.file_name, or a TCPStore whose
+    master is rank 0."""
+
+    @property
+    def world_size(self):
+        return 3
+
+    def test_file_store(self):
+        store = dist.FileStore(self.file_name, self.world_size)
+        dist.init_process_group("gloo", store=store, rank=self.rank, world_size=self.world_size)
+        t = torch.tensor([self.rank])
+        dist.all_reduce(t)
+        self.assertEqual(t.item(), 3)
+        store.set(f"from {self.rank}", str(self.rank * 2))
+        self.assertEqual(store.get(f"from {(self.rank + 1) % 3}"), str((self.rank + 1) % 3 * 2).encode())
+
+    def test_tcp_store(self):
+        store = dist.TCPStore("127.0.0.1", 29511, self.world_size, self.rank == 0)
+        self.assertEqual(store.port, 29511)
+        dist.init_process_group("gloo", store=store, rank=self.rank, world_size=self.world_size)
+        self.assertEqual(store.add("arrived", 1) <= 3, True)
+        dist.barrier()
+        self.assertEqual(store.add("arrived", 0), 3)
