@@ -68,6 +68,11 @@ struct Options {
   // call into ranks.
   std::function<void()> on_turn_given;
   std::function<void()> on_turn_taken;
+  // With rank_threads: asked, on the caller's thread, where a rank that has kept its turn past
+  // the timeout of real time is now (a Python binding: the rank's current line), for the
+  // timeout report; "" when it cannot tell. Empty: not asked. It must return even when the rank
+  // never lets go of what it holds (bound its own wait).
+  std::function<std::string(int rank)> where_is_rank;
   // Hazard kinds (hazard_kinds()) the program accepts: still listed in the report, marked
   // accepted, but they leave the outcome ok. Accepting buffer_in_flight also skips its check
   // (hashing every op's buffers).

@@ -214,7 +214,7 @@ std::string_view after_last_op_to(std::span<char, 1024> out, const SimRank& rank
   return {out.data(), std::min(result.size, out.size())};
 }
 
-void report_stall_and_exit(Engine& engine) {
+void report_stall_and_exit(Engine& engine, std::string_view now_at) {
   static char message[2048];
   static char error[1280];
   const SimRank* rank = engine.running();
@@ -224,18 +224,25 @@ void report_stall_and_exit(Engine& engine) {
   size_t length = 0;
   size_t error_length = 0;
   if (rank != nullptr) {
+    // Where it is now, when the caller could tell (a Python rank's current line).
+    char at[600];
+    size_t at_length = 0;
+    if (!now_at.empty()) {
+      at_length = fmt::format_to_n(at, sizeof at, ", now at {}", now_at).size;
+    }
+    const std::string_view now(at, std::min(at_length, sizeof at));
     length = fmt::format_to_n(
                  message, sizeof message,
                  "rank {} has not handed the thread back to the simulator for {} of real time "
-                 "(the run's timeout), {}: it is blocked or busy outside ranks (a real sleep or "
+                 "(the run's timeout), {}{}: it is blocked or busy outside ranks (a real sleep or "
                  "lock, I/O, waiting for another rank by means ranks cannot see, a long "
                  "computation). Simulated ranks run one at a time, so no other rank could run; "
                  "real ranks waiting for it would time out",
-                 rank->rank, timeout, after_last_op(*rank))
+                 rank->rank, timeout, after_last_op(*rank), now)
                  .size;
     error_length = fmt::format_to_n(error, sizeof error,
-                                    "kept the thread for {} of real time, outside ranks ({})",
-                                    timeout, after_last_op(*rank))
+                                    "kept the thread for {} of real time, outside ranks ({}{})",
+                                    timeout, after_last_op(*rank), now)
                        .size;
   } else {
     length = fmt::format_to_n(message, sizeof message,

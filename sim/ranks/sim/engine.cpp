@@ -166,13 +166,12 @@ void Engine::run_fibers(const std::function<void()>& body) {
 
 void Engine::run_threads(const std::function<void()>& body) {
   ThreadTurns::Hooks hooks{options_.on_turn_given, options_.on_turn_taken};
+  // This thread only waits while the ranks run, so it watches them itself (no wall guard): the
+  // report of a rank that keeps its turn is written from here, with where the rank is now.
   ThreadTurns turns(*this, options_.seed, options_.world_size,
                     options_.stack_bytes != 0 ? options_.stack_bytes : default_thread_stack_bytes,
-                    std::move(hooks));
+                    options_.timeout, std::move(hooks));
   turns_ = &turns;
-  // The guard's timer signals this thread, which waits for the ranks meanwhile: the report of a
-  // rank that keeps its turn is written from here.
-  WallGuard wall_guard(*this, options_.timeout);
   try {
     turns.run([&](SimRank& rank) {
       ranks::detail::set_context_slot(&running_context_);

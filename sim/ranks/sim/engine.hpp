@@ -43,8 +43,9 @@ void arm_exit_guard(Engine* running);
 Engine* running_engine_for_crash();
 // The running rank has kept the thread past the run's timeout of real time (wall_guard.hpp):
 // from the guard's signal handler, writes the timeout report as the crash handler writes its
-// report (crash_report.cpp: no allocation), then _exit(1).
-[[noreturn]] void report_stall_and_exit(Engine& engine);
+// report (crash_report.cpp: no allocation beyond now_at's), then _exit(1).
+// now_at: where the rank is now, when the caller can tell (rank threads: Options::where_is_rank).
+[[noreturn]] void report_stall_and_exit(Engine& engine, std::string_view now_at = {});
 class GroupRegistry;
 class Scheduler;
 class ThreadTurns;

@@ -7,9 +7,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ranks/errors.hpp"
@@ -37,10 +39,11 @@ constexpr size_t signal_stack_bytes = 64 * 1024;
 }  // namespace
 
 ThreadTurns::ThreadTurns(Engine& engine, uint64_t seed, int world_size, size_t stack_bytes,
-                         Hooks hooks)
+                         std::chrono::milliseconds timeout, Hooks hooks)
     : engine_(engine),
       hooks_(std::move(hooks)),
       stack_bytes_(stack_bytes),
+      timeout_(timeout),
       rng_(seed),
       seeded_(seed != 0),
       world_size_(world_size),
@@ -104,7 +107,7 @@ void ThreadTurns::run(const std::function<void(SimRank&)>& entry) {
   }
   if (!threads.empty()) {
     pass_from(nullptr);
-    take(caller_);
+    watch_until_done();
   }
   for (pthread_t thread : threads) pthread_join(thread, nullptr);
   if (failed != 0) {
@@ -134,6 +137,33 @@ bool ThreadTurns::pass_from(SimRank* me) {
       return false;
     }
     engine_.on_idle();
+  }
+}
+
+void ThreadTurns::watch_until_done() {
+  // A timeout past what a timespec holds comfortably (years) is as good as none.
+  constexpr auto longest = std::chrono::hours(24 * 365 * 100);
+  const auto wait = std::min<std::chrono::milliseconds>(timeout_, longest);
+  timespec period{};
+  period.tv_sec = static_cast<time_t>(wait.count() / 1000);
+  period.tv_nsec = static_cast<long>(wait.count() % 1000 * 1'000'000);
+  uint64_t seen = engine_.switches();
+  for (;;) {
+    if (caller_.turn.exchange(0, std::memory_order_acquire) != 0) return;
+    const long waited = ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&caller_.turn),
+                                  FUTEX_WAIT_PRIVATE, 0, &period, nullptr, 0);
+    if (waited == 0 || errno != ETIMEDOUT) continue;
+    const uint64_t switches = engine_.switches();
+    if (switches != seen) {
+      // The rank that has the turn now may have taken it at any moment since the last look: it
+      // is reported once it has kept it for a whole timeout (at most two after it took it).
+      seen = switches;
+      continue;
+    }
+    const SimRank* stuck = engine_.running();
+    const auto& where_is = engine_.options().where_is_rank;
+    const std::string now_at = stuck != nullptr && where_is ? where_is(stuck->rank) : "";
+    report_stall_and_exit(engine_, now_at);
   }
 }
 

@@ -12,6 +12,7 @@
 // stays single-threaded code; the futex word's release/acquire orders one turn after the other.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,7 +35,11 @@ class ThreadTurns {
     std::function<void()> taken;
   };
 
-  ThreadTurns(Engine& engine, uint64_t seed, int world_size, size_t stack_bytes, Hooks hooks);
+  // timeout: of real time for a rank to keep its turn; the caller of run() watches for it (it
+  // only waits meanwhile), asks Options::where_is_rank where the rank is, and ends the process
+  // with the timeout report (report_stall_and_exit), as the wall guard does for fibers.
+  ThreadTurns(Engine& engine, uint64_t seed, int world_size, size_t stack_bytes,
+              std::chrono::milliseconds timeout, Hooks hooks);
   ~ThreadTurns();
   ThreadTurns(const ThreadTurns&) = delete;
   ThreadTurns& operator=(const ThreadTurns&) = delete;
@@ -66,12 +71,15 @@ class ThreadTurns {
   // the caller of run()); true when the next to run is `me` itself, which then keeps the turn.
   bool pass_from(SimRank* me);
   void wait_turn(SimRank& rank);
+  // The caller of run() waits for the ranks, watching that turns keep being handed over.
+  void watch_until_done();
   static void give(Seat& seat);
   static void take(Seat& seat);
 
   Engine& engine_;
   Hooks hooks_;
   size_t stack_bytes_;
+  std::chrono::milliseconds timeout_;
   RingQueue<SimRank*> ready_;
   ranks::detail::Rng rng_;
   bool seeded_;
