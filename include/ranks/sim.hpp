@@ -8,7 +8,9 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <source_location>
 #include <string>
+#include <string_view>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +75,13 @@ struct Options {
   // timeout report; "" when it cannot tell. Empty: not asked. It must return even when the rank
   // never lets go of what it holds (bound its own wait).
   std::function<std::string(int rank)> where_is_rank;
+  // Nothing chose the rules (`ranks sim` without --backend, RANKS_BACKEND or a calibrated
+  // model): the backend the program's first init asks for (init_process_group("gloo"),
+  // init_dist(..., backend="gloo"), torch's init_process_group("gloo") under the simulator)
+  // becomes the run's rules from then on, for every rank, as if given with --backend; the
+  // report says so (Report::backend_from). Until then, and when the program asks for none,
+  // `backend`'s.
+  bool backend_from_program = false;
   // Hazard kinds (hazard_kinds()) the program accepts: still listed in the report, marked
   // accepted, but they leave the outcome ok. Accepting buffer_in_flight also skips its check
   // (hashing every op's buffers).
@@ -109,6 +118,9 @@ struct Report {
   int world_size = 0;
   uint64_t seed = 0;
   std::string backend;  // whose rules the run followed (Options::backend)
+  // Why those rules when the program chose them (Options::backend_from_program): "rank 0's init
+  // at train.py:12 asked for gloo"; "" when they are Options::backend.
+  std::string backend_from;
   std::string message;  // one-paragraph diagnosis
   std::vector<RankReport> ranks;
   std::vector<int> cycle;  // a wait-for cycle, when there is one
@@ -119,6 +131,12 @@ struct Report {
 };
 
 Report run(const Options&, const std::function<void()>& body);
+
+// From a simulated rank: the program asks for backend's rules (its init), at `where` when the
+// caller knows it (a default-constructed location: not known). Under Options::
+// backend_from_program the first ask makes them the run's rules; true when they are the run's
+// rules now. Outside a run, false.
+bool program_asks_for_backend(std::string_view backend, std::source_location where = {});
 
 namespace detail {
 // For ranks::main: a rank that dies on a signal (abort(), a segfault) ends the process every

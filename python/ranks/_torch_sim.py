@@ -481,6 +481,7 @@ def _simulated_gloo_class(ranks_torch):
 
         def __init__(self, store, rank, size, timeout=None, *args, **kwargs):  # noqa: ARG002
             super().__init__(None, rank, size)
+            _core.program_asks_for_backend("gloo")  # the run's rules, unless --backend chose
             self.options = types.SimpleNamespace(global_ranks_in_group=[], group_name="",
                                                  _timeout=timeout)
 

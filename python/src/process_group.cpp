@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "ranks/sim.hpp"
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
@@ -45,6 +46,9 @@ void register_process_group(py::module_& m) {
   m.def("init_process_group",
         [](std::string backend, std::optional<std::string> init_method, int world_size, int rank,
            std::optional<double> timeout, py::handle store) {
+          if (simulating() && !backend.empty()) {
+            sim::program_asks_for_backend(backend, python_call_site());
+          }
           InitOptions options = init_options(std::move(backend), std::move(init_method),
                                              world_size, rank, timeout);
           options.store = store_of(store);
@@ -57,6 +61,9 @@ void register_process_group(py::module_& m) {
   m.def("init_dist",
         [](std::string launcher, std::string backend, std::optional<std::string> init_method,
            std::optional<double> timeout) {
+          if (simulating() && !backend.empty()) {
+            sim::program_asks_for_backend(backend, python_call_site());
+          }
           init_dist(launcher, backend,
                     init_options(backend, std::move(init_method), -1, -1, timeout));
         },
@@ -71,6 +78,10 @@ void register_process_group(py::module_& m) {
   m.def("get_local_rank", &get_local_rank);
   m.def("get_local_size", &get_local_size);
   m.def("simulating", &simulating);
+  // torch's init under the simulator (ranks._torch_sim): the backend the script asked for.
+  m.def("program_asks_for_backend", [](const std::string& backend) {
+    return sim::program_asks_for_backend(backend, python_call_site());
+  });
 
   py::class_<Group>(m, "Group")
       .def_property_readonly("rank", &Group::rank)

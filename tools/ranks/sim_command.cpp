@@ -105,6 +105,8 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
       {"RANKS_SIM_MODEL", args.model},
       {"RANKS_SIM_MOVE_DATA", args.shapes_only ? "0" : "1"},
       {"RANKS_SIM_ACCEPT", join(args.accept, ',')},
+      // Nothing chose the rules: the program's own init may (sim::Options::backend_from_program).
+      {"RANKS_SIM_BACKEND_FROM_PROGRAM", args.backend_by_default ? "1" : "0"},
   });
   // Same seed, same run, for Python programs too: string hashes (set and dict iteration order)
   // are fixed unless the caller chose a hash seed.

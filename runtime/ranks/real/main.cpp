@@ -75,6 +75,7 @@ sim::Options sim_options_from_env() {
   if (const char* model = env("RANKS_SIM_MODEL"); model && *model) options.model = model;
   options.move_data = env_number("RANKS_SIM_MOVE_DATA", 1) != 0;
   options.accept = env_list("RANKS_SIM_ACCEPT", ',');
+  options.backend_from_program = env_number("RANKS_SIM_BACKEND_FROM_PROGRAM", 0) != 0;
   return options;
 }
 

@@ -26,6 +26,7 @@
 #include "ranks/detail/cuda.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
+#include "ranks/sim.hpp"
 #include "ranks/launch/job_secret.hpp"
 #include "ranks/launch/launcher.hpp"
 #include "ranks/store/stores.hpp"
@@ -306,6 +307,8 @@ void init_process_group(const InitOptions& options) {
     // ranks::main() initialised this rank already (simulated or launched): adopt it, so that a
     // program written for torchrun or MMEngine's init_dist() runs unchanged.
     if (context.started_by_main) {
+      // Under `ranks sim` without --backend the rules the program asks for are the run's.
+      if (!options.backend.empty()) sim::program_asks_for_backend(options.backend);
       // The program's own timeout (torch's init_process_group(timeout=...)) is its world's:
       // ranks::main started the world with RANKS_TIMEOUT or the default, which the program did
       // not ask for.

@@ -97,7 +97,7 @@ SimGroup::SimGroup(Engine& engine, GroupSpec spec, const BackendCapabilities& ru
       spec_(std::move(spec)),
       matches_tags_(rules.matches_tags),
       mailboxes_(spec_.global_ranks().size()),
-      rules_(rules) {}
+      rules_(&rules) {}
 
 inline void SimGroup::arrive(std::shared_ptr<SimWork>&& work) {
   const OpRequest& request = work->request;
@@ -269,7 +269,7 @@ void SimGroup::match(Message& send_message, Message& recv_message) {
         "mismatched point-to-point on group '{}': {} ignores tags, so rank {}'s send (tag {}) at "
         "{} pairs with rank {}'s next receive from it, which expects tag {} at {}; post sends and "
         "receives between two ranks in the same order",
-        name(), rules_.backend, global_rank(send.group_rank), send.request.tag,
+        name(), rules_->backend, global_rank(send.group_rank), send.request.tag,
         where_str(send.request.where), global_rank(recv.group_rank), recv.request.tag,
         where_str(recv.request.where))));
   } else if (in.dtype() != out.dtype() || in.numel() != out.numel()) {
@@ -402,7 +402,7 @@ void SimGroup::close(std::vector<std::string>& unfinished) {
 }
 
 void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
-  const BackendCapabilities& rules = rules_;
+  const BackendCapabilities& rules = *rules_;
   const AfterTimeout rule = rules.after_timeout;
   if (rule != AfterTimeout::GroupClosed) {
     if (rule == AfterTimeout::RanksCollectivesRefused && is_point_to_point(timed_out.op())) {
@@ -453,7 +453,7 @@ void SimGroup::after_timeout(const SimWork& timed_out, const std::string& why) {
 }
 
 void SimGroup::check_refusal(int rank, const OpRequest& request) const {
-  const BackendCapabilities& rules = rules_;
+  const BackendCapabilities& rules = *rules_;
   const ranks::detail::OpPlace place = ranks::detail::place_of(request, name());
   // What the group was left by the timeout, and what that leaves of this op.
   auto failed_earlier = [&](const std::string& why) {

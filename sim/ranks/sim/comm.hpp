@@ -123,7 +123,9 @@ class SimGroup {
   // one's.
   SimGroup(Engine& engine, GroupSpec spec, const BackendCapabilities& rules);
   const std::string& name() const { return spec_.name; }
-  const BackendCapabilities& rules() const { return rules_; }
+  const BackendCapabilities& rules() const { return *rules_; }
+  // The program chose other rules before any op (Engine::adopt_backend).
+  void adopt_rules(const BackendCapabilities& rules) { rules_ = &rules; }
   int size() const { return spec_.size(); }
   int global_rank(int group_rank) const {
     return (*spec_.members)[static_cast<size_t>(group_rank)];
@@ -235,7 +237,7 @@ class SimGroup {
   std::vector<Mailbox> mailboxes_;
   // Last: read only on the rare paths (refusals, timeouts, buffering, messages), so the fields
   // every op reads keep their places.
-  const BackendCapabilities& rules_;
+  const BackendCapabilities* rules_;
 };
 
 // All groups of one run, by name, so that every member's SimComm finds the same SimGroup.

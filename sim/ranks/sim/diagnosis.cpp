@@ -262,6 +262,7 @@ Report Engine::make_report() const {
   report.world_size = options_.world_size;
   report.seed = options_.seed;
   report.backend = options_.backend;
+  report.backend_from = backend_from_;
   report.virtual_time = now_;
   report.cycle = cycle_;
   if (first_failure_) {

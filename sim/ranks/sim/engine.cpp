@@ -195,6 +195,7 @@ Report Engine::run(const std::function<void()>& body) {
   std::iota(everyone->begin(), everyone->end(), 0);
   GroupSpec world_spec{std::move(everyone), -1, "world"};
   std::shared_ptr<SimGroup> world = registry.get(world_spec, ranks::capabilities(options_.backend));
+  world_group_ = world.get();
 
   for (int r = 0; r < world_size; ++r) {
     Context& context = ranks_[static_cast<size_t>(r)]->context;
@@ -228,11 +229,34 @@ Report Engine::run(const std::function<void()>& body) {
   running_context_ = nullptr;
   running_ = nullptr;
 
+  world_group_ = nullptr;
   close_run(registry);
   Report report = make_report();
   for (auto& rank : ranks_) rank->context.reset();  // drops the communicators before the groups
   if (trace_) trace_->write(*options_.trace, world_size);
   return report;
+}
+
+bool Engine::adopt_backend(const SimRank& asking, std::string_view backend,
+                           std::source_location where) {
+  if (!options_.backend_from_program || !backend_from_.empty()) return backend == options_.backend;
+  if (std::ranges::find(backend_names(), backend) == backend_names().end()) return false;
+  options_.backend = std::string(backend);
+  const BackendCapabilities& rules = ranks::capabilities(options_.backend);
+  peers_fail_fast_ = rules.dead_peer_noticed_at_once;
+  if (world_group_ != nullptr) world_group_->adopt_rules(rules);
+  for (SimRank* rank : ranks_) {
+    rank->context.backend_name = options_.backend;
+    if (ranks::detail::GroupImpl* world = rank->context.world.get()) {
+      world->backend_name = options_.backend;
+      world->capabilities = &rules;
+    }
+  }
+  const bool located = where.file_name() != nullptr && *where.file_name() != '\0';
+  backend_from_ = fmt::format("rank {}'s init{} asked for {} (no --backend)", asking.rank,
+                              located ? " at " + ranks::detail::where_str(where) : std::string(),
+                              backend);
+  return true;
 }
 
 std::string Engine::after_last_op(const SimRank& rank) const {

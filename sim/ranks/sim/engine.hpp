@@ -35,6 +35,7 @@ using Nanos = std::chrono::nanoseconds;
 inline constexpr Nanos never = Nanos::max();
 
 class SimWork;
+class SimGroup;
 class Engine;
 
 // The run going on on this thread (null: none), for a rank's exit() and a fatal-signal handler
@@ -191,6 +192,11 @@ class Engine final : public Clock {
   // op".
   std::string after_last_op(const SimRank& rank) const;
 
+  // Options::backend_from_program: `asking`'s init asks for backend's rules; the first ask
+  // makes them the run's (every rank's world, new groups, dead-peer behaviour, the report).
+  // Whether they are the run's rules now.
+  bool adopt_backend(const SimRank& asking, std::string_view backend, std::source_location where);
+
   // The hazards the run has passed through (hazards.hpp).
   HazardLog& hazards() { return hazards_; }
   // Whether this engine's run is going on on this thread (a work dropped after the run, by a
@@ -288,6 +294,8 @@ class Engine final : public Clock {
   std::optional<Failure> first_failure_;
   std::optional<std::string> first_mismatch_;  // raised, whether or not the program caught it
   bool stuck_ = false;
+  SimGroup* world_group_ = nullptr;  // while run() runs
+  std::string backend_from_;         // Report::backend_from
   std::vector<Fault> faults_;
   std::vector<int> dead_;                // crashed ranks, in order
   bool peers_fail_fast_ = true;          // see fail_waiters_on

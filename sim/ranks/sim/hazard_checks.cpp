@@ -98,7 +98,7 @@ void SimGroup::rehash_arrivals(const Pending& pending, const OpRequest& first) c
 
 bool SimGroup::buffer_send(SimWork& send) {
   const Tensor& data = send.request.inputs.front();
-  const BackendCapabilities& rules = rules_;
+  const BackendCapabilities& rules = *rules_;
   const int src = global_rank(send.group_rank);
   const int dst = global_rank(send.peer());
   const bool same_node = engine_.node_of(src) == engine_.node_of(dst);

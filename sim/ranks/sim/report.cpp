@@ -64,6 +64,7 @@ std::string Report::to_text() const {
       "ranks sim: outcome {} ({} ranks, {} rules, seed {}, virtual time {})\n",
       outcome_name(outcome), world_size, backend.empty() ? "nccl" : backend, seed,
       ranks::detail::format_duration(virtual_time));
+  if (!backend_from.empty()) text += fmt::format("{} rules: {}\n", backend, backend_from);
   text += message + "\n";
   for (const Hazard& hazard : hazards) {
     text += fmt::format("  hazard {}{}: {}\n", hazard.kind, hazard.accepted ? " (accepted)" : "",
@@ -170,6 +171,11 @@ std::string Report::to_json() const {
   field("outcome", [&] { append_string(out, outcome_name(outcome)); });
   field("world_size", [&] { fmt::format_to(std::back_inserter(out), "{}", world_size); });
   field("seed", [&] { fmt::format_to(std::back_inserter(out), "{}", seed); });
+  // Only when the program chose the rules (Options::backend_from_program): which and why.
+  if (!backend_from.empty()) {
+    field("backend", [&] { append_string(out, backend); });
+    field("backend_from", [&] { append_string(out, backend_from); });
+  }
   field("virtual_time_ns",
         [&] { fmt::format_to(std::back_inserter(out), "{}", virtual_time.count()); });
   field("message", [&] { append_string(out, message); });

@@ -15,4 +15,10 @@ Report run(const Options& options, const std::function<void()>& body) {
   return engine.run(body);
 }
 
+bool program_asks_for_backend(std::string_view backend, std::source_location where) {
+  detail::Engine* engine = detail::running_engine_for_crash();
+  if (engine == nullptr || engine->running() == nullptr) return false;
+  return engine->adopt_backend(*engine->running(), backend, where);
+}
+
 }  // namespace ranks::sim
