@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "rank_threads.hpp"
 #include "rank_turns.hpp"
+#include "ranks/detail/rejected_op.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/real/run_simulated.hpp"
 #include "ranks/sim.hpp"
@@ -57,6 +58,21 @@ void raise_if_interrupted(bool interrupted) {
   throw py::error_already_set();
 }
 
+// An InvalidArgument that no op raised (no op's rejection, detail/rejected_op.hpp): the binding
+// refused an argument before any op began (a tensor it cannot share, a list, an unknown op name).
+// That is the body failing at its own line, reported with its traceback as a real run prints it,
+// not as the op it last entered.
+bool refused_before_any_op(const std::exception_ptr& origin) {
+  try {
+    std::rethrow_exception(origin);
+  } catch (const Error& error) {
+    return std::string_view(error.kind()) == "invalid_argument" &&
+           ranks::detail::rejected_op_of(error) == nullptr;
+  } catch (...) {
+    return false;
+  }
+}
+
 // What one rank runs: fn(), with its exception (if any) as the simulator expects a body's.
 std::function<void()> rank_body(PyObject* fn, bool& interrupted) {
   return [fn, &interrupted] {
@@ -72,7 +88,9 @@ std::function<void()> rank_body(PyObject* fn, bool& interrupted) {
     py::object kept_type = py::reinterpret_steal<py::object>(type);
     py::object kept_value = py::reinterpret_steal<py::object>(value);
     py::object kept_traceback = py::reinterpret_steal<py::object>(traceback);
-    if (std::exception_ptr origin = origin_of(kept_value)) std::rethrow_exception(origin);
+    if (std::exception_ptr origin = origin_of(kept_value); origin && !refused_before_any_op(origin)) {
+      std::rethrow_exception(origin);
+    }
     std::string message = traceback_text(kept_type, kept_value, kept_traceback);
     if (PyErr_GivenExceptionMatches(kept_type.ptr(), PyExc_KeyboardInterrupt)) {
       interrupted = true;  // the caller of the run gets the KeyboardInterrupt once it has ended

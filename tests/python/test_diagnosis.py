@@ -71,6 +71,33 @@ def test_exception_names_rank_and_traceback_while_others_unwind():
     assert sorted(unwound) == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("rank_threads", [False, True], ids=["fibers", "threads"])
+@pytest.mark.parametrize("bad_call", ["non-contiguous", "complex", "op-name"])
+def test_an_argument_error_names_the_failing_call_with_its_traceback(bad_call, rank_threads):
+    """An argument the binding refuses before any op begins: the rank fails at that call's own
+    line, with the traceback a real run prints, not at the previous (successful) op's line."""
+
+    def body():
+        t = torch.ones(2)
+        dist.all_reduce(t)  # <good-call>
+        if bad_call == "non-contiguous":
+            dist.all_reduce(torch.ones(4, 4).t())  # <bad-call>
+        elif bad_call == "complex":
+            dist.all_reduce(torch.ones(2, dtype=torch.complex64))  # <bad-call>
+        else:
+            dist.all_reduce(t, op="summ")  # <bad-call>
+
+    report = ranks.sim.run(body, world_size=2, backend="gloo", rank_threads=rank_threads)
+    assert report.outcome == "error", report.to_text()
+    for row in report.ranks:
+        assert row.state == "failed"
+        assert "Traceback (most recent call last)" in row.error, row.error
+        lines = [line_of("<bad-call>") + offset for offset in (0, 2, 4)]
+        assert any(f"line {line}, in body" in row.error for line in lines), row.error
+        assert f"line {line_of('<good-call>')}, in body" not in row.error
+    assert "ranks.errors.InvalidArgument" in report.ranks[0].error
+
+
 def test_crashed_rank_is_not_swallowed_by_except_exception():
     caught = []
 
