@@ -557,3 +557,30 @@ TEST(Scale, TenThousandRanksAtAlternatingCallSitesStillCountTheRest) {
 
 }  // namespace
 }  // namespace ranks::testing
+
+namespace ranks::testing {
+namespace {
+
+// A shape mismatch at 1,024 ranks: every rank fails with the same long paragraph. The text shows
+// it once (the message), names it in the rows, and stops after a few pages; the JSON has every
+// rank with its whole error.
+TEST(ReportAtScale, ALongErrorIsShownOnceAndTheTextStaysShort) {
+  constexpr int n = 1024;
+  sim::Report report = simulate(n, [] {
+    Tensor t = Tensor::zeros({1 + get_rank() % 2}, DType::Float32);
+    all_reduce(t);
+  });
+  ASSERT_EQ(report.outcome, sim::Outcome::Mismatch) << report.message;
+  const std::string text = report.to_text();
+  EXPECT_LT(text.size(), 24000u) << text.substr(0, 2000);
+  EXPECT_TRUE(Contains(text, "(the error in the message above)"));
+  EXPECT_TRUE(Contains(text, "more lines for"));
+  auto json = nlohmann::json::parse(report.to_json());
+  ASSERT_EQ(json["ranks"].size(), static_cast<size_t>(n));
+  for (const auto& row : json["ranks"]) {
+    EXPECT_TRUE(Contains(row["error"].get<std::string>(), "mismatched collectives"));
+  }
+}
+
+}  // namespace
+}  // namespace ranks::testing

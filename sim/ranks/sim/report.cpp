@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ranks/sim.hpp"
@@ -41,7 +42,12 @@ bool same_row(const RankReport& a, const RankReport& b) {
          a.count == b.count;
 }
 
-std::string row_text(const RankReport& row) {
+// A row's error that the text has already shown (in the message, or in an earlier row) is named,
+// not repeated: a traceback or a mismatch paragraph at a thousand ranks would otherwise fill
+// pages. Short errors ("blocked forever") are cheaper to repeat than to refer to.
+constexpr size_t kReferredErrorBytes = 120;
+
+std::string row_text(const RankReport& row, std::string_view error) {
   std::string text = row.state;
   if (!row.op.empty()) text += fmt::format(" in {}", row.op);
   if (row.peer) {
@@ -53,7 +59,7 @@ std::string row_text(const RankReport& row) {
   if (row.count >= 0) text += fmt::format(" [{} x {}]", row.count, row.dtype);
   if (!row.group.empty()) text += fmt::format(" on group '{}' seq {}", row.group, row.seq);
   if (!row.where.empty()) text += fmt::format(" at {}", row.where);
-  if (!row.error.empty()) text += fmt::format(": {}", row.error);
+  if (!error.empty()) text += fmt::format(": {}", error);
   return text;
 }
 
@@ -74,19 +80,34 @@ std::string Report::to_text() const {
   // Runs of consecutive ranks in the same state print as one line, so 10,000 ranks in a few
   // states stay readable. Ranks that each differ (a ring of receives) would print one line each:
   // after kShownRows lines only failed and crashed ranks are shown, and the rest are counted.
+  // Failed and crashed ranks get as many lines again before they too are counted: the text
+  // stays a few pages at any scale, and the JSON keeps every rank.
   constexpr size_t kShownRows = 48;
+  constexpr size_t kShownFailedRows = 2 * kShownRows;
   size_t lines = 0;
   size_t hidden_rows = 0;
   size_t hidden_ranks = 0;
+  std::map<std::string_view, int> shown_errors;  // a long error, and the first rank shown with it
   for (size_t begin = 0; begin < ranks.size();) {
     size_t end = begin + 1;
     while (end < ranks.size() && same_row(ranks[begin], ranks[end])) ++end;
     const RankReport& row = ranks[begin];
-    if (lines < kShownRows || row.state == "failed" || row.state == "crashed") {
+    const bool failed = row.state == "failed" || row.state == "crashed";
+    if (lines < kShownRows || (failed && lines < kShownFailedRows)) {
       std::string who = end - begin == 1
                             ? fmt::format("rank {}", row.rank)
                             : fmt::format("ranks {}-{}", row.rank, ranks[end - 1].rank);
-      text += fmt::format("  {:<12} {}\n", who, row_text(row));
+      std::string error = row.error;
+      if (row.error.size() >= kReferredErrorBytes) {
+        if (message.find(row.error) != std::string::npos) {
+          error = "(the error in the message above)";
+        } else if (auto seen = shown_errors.find(row.error); seen != shown_errors.end()) {
+          error = fmt::format("(the same error as rank {} above)", seen->second);
+        } else {
+          shown_errors.emplace(row.error, row.rank);
+        }
+      }
+      text += fmt::format("  {:<12} {}\n", who, row_text(row, error));
       ++lines;
     } else {
       ++hidden_rows;
