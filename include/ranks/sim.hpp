@@ -138,6 +138,10 @@ Report run(const Options&, const std::function<void()>& body);
 // rules now. Outside a run, false.
 bool program_asks_for_backend(std::string_view backend, std::source_location where = {});
 
+// From a simulated rank about to end the process (a language binding's exit, such as Python's
+// os._exit): where the program called it, for the report the exit makes. Outside a run, nothing.
+void rank_exits_at(std::source_location where);
+
 namespace detail {
 // For ranks::main: a rank that dies on a signal (abort(), a segfault) ends the process every
 // simulated rank shares; the handler this installs still writes the crash report naming that

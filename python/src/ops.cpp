@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "ranks/sim.hpp"
 #include "ranks/collectives.hpp"
 #include "ranks/detail/gather_into.hpp"
 #include "ranks/errors.hpp"
@@ -89,7 +90,10 @@ void register_ops(py::module_& m) {
   // os._exit on a simulated rank (ranks.sim._exits_reported): the C library's exit(), which the
   // simulator's exit guard turns into a report naming the rank and its last op (the earlier
   // ranks' failures kept), as it does for a C++ rank that calls exit().
-  m.def("exit_process", [](int status) { std::exit(status); });
+  m.def("exit_process", [](int status) {
+    sim::rank_exits_at(python_call_site());  // the report names the program's os._exit line
+    std::exit(status);
+  });
   // The C++ API's own loop on the same tensor, for reports/python_overhead.py: the Python call's
   // overhead is its time per call minus this one's, measured in the same processes.
   m.def("cpp_all_reduce_loop", [](py::handle data, int iterations) {

@@ -11,8 +11,8 @@ import ranks.dist as dist
 
 dist.init_dist("pytorch", backend="gloo")
 data = numpy.ones(4)
-dist.all_reduce(data)  # line 13
+dist.all_reduce(data)  # line 14
 if dist.get_rank() == 0:
     raise ValueError("rank 0 gives up after its all_reduce")
 dist.sleep(1.0)  # virtual time: rank 0 fails first
-os._exit(3)  # line 17
+os._exit(3)  # line 18

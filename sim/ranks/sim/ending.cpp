@@ -69,13 +69,16 @@ void Engine::close_run(GroupRegistry& registry) {
 
 void Engine::on_exit_from_rank(SimRank& rank) {
   const std::string after = after_last_op(rank);
+  const std::string site = exit_site_ && exit_site_->first == rank.rank
+                               ? " at " + ranks::detail::where_str(exit_site_->second)
+                               : std::string();
   rank.failed_between_ops = true;
   rank.state = RankState::Crashed;
   rank.error_kind = "crash";
   rank.error = fmt::format(
-      "rank {} called exit() {}, at virtual time {}; every simulated rank lives in one process, "
-      "so the run ends here (return from the body, or throw, to end one rank)",
-      rank.rank, after, format_duration(now_));
+      "rank {} called exit(){} {}, at virtual time {}; every simulated rank lives in one "
+      "process, so the run ends here (return from the body, or throw, to end one rank)",
+      rank.rank, site, after, format_duration(now_));
   if (!first_failure_) first_failure_ = Failure{now_, rank.rank, "crash", rank.error};
   if (trace_) {
     trace_->instant(rank.rank, "exit", now_, rank.error);

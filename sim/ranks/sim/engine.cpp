@@ -489,10 +489,16 @@ void Engine::sleep_for(Nanos duration) {
   Nanos start = now_;
   events_.push(Event{now_ + duration, event_order_++, rank->rank, nullptr, nullptr});
   rank->waiting_on = nullptr;
+  // While it sleeps, reports say so; once it wakes, its last op is again the one it entered
+  // last ("after entering its op 3 (all_reduce ... at train.py:9)"), not the sleep.
+  const BlockInfo entered = rank->block;
+  const SimWork* entered_work = rank->block_work;
   rank->block = BlockInfo{"sleep_for", nullptr, -1, {}};
   rank->block_work = nullptr;
   block(*rank, never);
   if (rank->wake_error) std::rethrow_exception(std::exchange(rank->wake_error, nullptr));
+  rank->block = entered;
+  rank->block_work = entered_work;
   if (trace_) trace_->slice(rank->rank, "sleep_for", "", -1, start, now_, "");
 }
 

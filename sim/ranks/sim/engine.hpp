@@ -207,6 +207,10 @@ class Engine final : public Clock {
   void on_idle();
   // The run is over: closes its groups and notes what it left unfinished (ending.cpp).
   void close_run(GroupRegistry& registry);
+  // Where `rank` is about to end the process (sim::rank_exits_at), for on_exit_from_rank.
+  void note_exit_site(const SimRank& rank, std::source_location where) {
+    exit_site_ = {rank.rank, where};
+  }
   // A rank called exit() (the process is ending under the run): report, then _exit(1).
   [[noreturn]] void on_exit_from_rank(SimRank& rank);
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
@@ -295,6 +299,7 @@ class Engine final : public Clock {
   std::optional<std::string> first_mismatch_;  // raised, whether or not the program caught it
   bool stuck_ = false;
   SimGroup* world_group_ = nullptr;  // while run() runs
+  std::optional<std::pair<int, std::source_location>> exit_site_;  // see note_exit_site
   std::string backend_from_;         // Report::backend_from
   std::vector<Fault> faults_;
   std::vector<int> dead_;                // crashed ranks, in order

@@ -21,4 +21,11 @@ bool program_asks_for_backend(std::string_view backend, std::source_location whe
   return engine->adopt_backend(*engine->running(), backend, where);
 }
 
+void rank_exits_at(std::source_location where) {
+  detail::Engine* engine = detail::running_engine_for_crash();
+  if (engine != nullptr && engine->running() != nullptr) {
+    engine->note_exit_site(*engine->running(), where);
+  }
+}
+
 }  // namespace ranks::sim
