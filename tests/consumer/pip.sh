@@ -2,7 +2,8 @@
 # Checks a pip-installed ranks in the Python environment VENV (tools/test.sh installs the
 # checkout there): the package comes from that environment's site-packages, the `ranks` command
 # runs the installed C++ program, torch finds the backend "ranks" through the package's entry
-# point, and the installed command simulates a Python script. Run outside the checkout, with no
+# point, and the installed command simulates a ranks.dist script and a torch.distributed one (the
+# latter printing what torchrun prints). Run outside the checkout, with no
 # PYTHONPATH, so that nothing of the build tree is found instead.
 set -euo pipefail
 venv=$1
@@ -25,4 +26,11 @@ assert "ranks" in torch.distributed.Backend.backend_list, "torch did not load th
 PY
 "$venv/bin/ranks" sim -n 4 --backend gloo -- "$venv/bin/python" \
   "$source_dir/scenarios/python/train_step.py" | grep -q "4 ranks x 3 steps"
-echo "pip-installed ranks in $venv: package, command, torch backend and a simulated script ok"
+# A torch.distributed script, unchanged, simulated by the installed command (no --backend: its
+# own "gloo"), prints what torchrun's real processes print.
+"$venv/bin/python" "$source_dir/tests/python/same_result.py" --line "ddp_train:" -- \
+  "$venv/bin/torchrun" --nproc_per_node 2 "$source_dir/scenarios/python/ddp_train.py" -- \
+  "$venv/bin/ranks" sim -n 2 -- "$venv/bin/python" "$source_dir/scenarios/python/ddp_train.py" \
+  | grep -q "^simulated: ddp_train: 2 ranks"
+echo "pip-installed ranks in $venv: package, command, torch backend, a simulated ranks.dist" \
+  "script and a simulated torch script ok"
