@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "job_guard.hpp"
 #include "mpirun.hpp"
 #include "node_watch.hpp"
 #include "ranks/real/fatal.hpp"
@@ -310,6 +311,8 @@ int run(const RunArgs& args) {
       std::getenv(launch::kStoreTokenFileVariable) == nullptr) {
     setenv(launch::kStoreTokenVariable, launch::new_job_secret().c_str(), 1);
   }
+  // Made before any rank, so that it holds none of their pipes.
+  JobGuard guard;
   if (pipe2(child_exited_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::runtime_error("pipe failed");
   struct sigaction action {};
@@ -327,11 +330,13 @@ int run(const RunArgs& args) {
   if (through_mpirun) {
     children.front().rank = kMpirun;
     spawn(children.front(), args, port, -1);
+    guard.watch(children.front().pid);
   }
   for (int i = 0; !through_mpirun && i < args.nproc; ++i) {
     children[static_cast<size_t>(i)].rank = args.node_rank * args.nproc + i;
     const int cpu = cpus.empty() ? -1 : launch::cpu_for_local_rank(cpus, i);
     spawn(children[static_cast<size_t>(i)], args, port, cpu);
+    guard.watch(children[static_cast<size_t>(i)].pid);
   }
   // Several nodes: the launchers watch each other (node_watch.hpp).
   std::unique_ptr<NodeWatch> watch;
@@ -435,6 +440,7 @@ int run(const RunArgs& args) {
   while (pump(children, 50, args.raw_output) && std::chrono::steady_clock::now() < drain_until) {
   }
   for (Child& c : children) kill(-c.pid, SIGKILL);
+  guard.release();
   const auto last_call = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
   while (pump(children, 50, args.raw_output) && std::chrono::steady_clock::now() < last_call) {
   }

@@ -4,6 +4,7 @@
 // the report for it, so a crash never goes unreported.
 
 #include <fcntl.h>
+#include <signal.h>
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -79,6 +80,54 @@ std::vector<std::string> program_environment(
   return entries;
 }
 
+// SIGINT, SIGTERM or SIGHUP sent to this command (Ctrl-C, a CI system's time limit, `timeout`):
+// the program gets it too, writes the report of where each rank stood and dies of it; one that
+// has not ended within the grace period is killed. The program also gets SIGTERM should this
+// command die outright (RANKS_SIM_PARENT_PID: ranks::main asks the kernel for it).
+constexpr unsigned kInterruptGraceSeconds = 10;
+volatile sig_atomic_t running_program = 0;
+volatile sig_atomic_t interrupted_by = 0;
+
+void on_interruption(int sig) {
+  const pid_t child = running_program;
+  if (child > 0) {
+    kill(child, sig);
+    if (interrupted_by == 0) alarm(kInterruptGraceSeconds);
+  }
+  interrupted_by = sig;
+}
+
+void on_grace_over(int) {
+  const pid_t child = running_program;
+  if (child > 0) kill(child, SIGKILL);
+}
+
+// While it lives, the signals above go to the running program.
+class ForwardedInterruptions {
+ public:
+  ForwardedInterruptions() {
+    struct sigaction action {};
+    action.sa_handler = on_interruption;
+    action.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < 3; ++i) sigaction(kSignals[i], &action, &previous_[i]);
+    struct sigaction alarm_action {};
+    alarm_action.sa_handler = on_grace_over;
+    alarm_action.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &alarm_action, &previous_[3]);
+  }
+  ~ForwardedInterruptions() {
+    alarm(0);
+    running_program = 0;
+    for (size_t i = 0; i < 4; ++i) sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  ForwardedInterruptions(const ForwardedInterruptions&) = delete;
+  ForwardedInterruptions& operator=(const ForwardedInterruptions&) = delete;
+
+ private:
+  static constexpr int kSignals[4] = {SIGINT, SIGTERM, SIGHUP, SIGALRM};
+  struct sigaction previous_[4]{};
+};
+
 std::vector<char*> pointers_to(std::vector<std::string>& strings) {
   std::vector<char*> pointers;
   for (auto& text : strings) pointers.push_back(text.data());
@@ -107,6 +156,7 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
       {"RANKS_SIM_ACCEPT", join(args.accept, ',')},
       // Nothing chose the rules: the program's own init may (sim::Options::backend_from_program).
       {"RANKS_SIM_BACKEND_FROM_PROGRAM", args.backend_by_default ? "1" : "0"},
+      {"RANKS_SIM_PARENT_PID", std::to_string(getpid())},
   });
   // Same seed, same run, for Python programs too: string hashes (set and dict iteration order)
   // are fixed unless the caller chose a hash seed.
@@ -125,8 +175,15 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
   }
   std::fflush(nullptr);
   pid_t child = 0;
+  ForwardedInterruptions forwarded;
   const int error = posix_spawnp(&child, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  running_program = child;
+  // A signal that came while the program was being started: it gets it now.
+  if (const int sig = interrupted_by; sig != 0 && error == 0) {
+    kill(child, sig);
+    alarm(kInterruptGraceSeconds);
+  }
   if (error != 0) {
     // As a shell says it: the program did not start, status 127, and the caller reports that.
     std::fprintf(stderr, "ranks sim: cannot run %s: %s\n", argv[0], std::strerror(error));
@@ -142,7 +199,15 @@ int run_program(const SimArgs& args, const std::string& report_path, ReportRows 
 // ranks::main, or is a Python script that never imported ranks).
 std::string orphan_report(const SimArgs& args, int status) {
   std::string message;
-  if (!WIFSIGNALED(status) && is_python(args.program.front())) {
+  if (const int sig = interrupted_by; sig != 0) {
+    message = fmt::format(
+        "{} was interrupted by signal {} (SIG{}) and ended without a simulator report{}",
+        args.program.front(), sig, sigabbrev_np(sig),
+        WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL
+            ? fmt::format(" (killed: it had not ended {} s after the signal)",
+                          kInterruptGraceSeconds)
+            : "");
+  } else if (!WIFSIGNALED(status) && is_python(args.program.front())) {
     message = fmt::format(
         "{} exited with status {} without a simulator report: the script ended before its "
         "simulation started (ranks' package, ranks._simulate, runs it on every simulated "
@@ -197,6 +262,12 @@ int run_seeds(SimArgs args) {
       outcome = nlohmann::json::parse(std::ifstream(report))["outcome"].get<std::string>();
     }
     fs::remove(report);
+    if (const int sig = interrupted_by; sig != 0) {
+      std::printf("ranks sim: seed %llu of %llu:%llu was interrupted by SIG%s\n",
+                  static_cast<unsigned long long>(seed), static_cast<unsigned long long>(first),
+                  static_cast<unsigned long long>(last), sigabbrev_np(sig));
+      return 128 + sig;
+    }
     if (outcome != "ok") {
       std::printf("ranks sim: seed %llu of %llu:%llu gives outcome %s; replaying it\n",
                   static_cast<unsigned long long>(seed), static_cast<unsigned long long>(first),

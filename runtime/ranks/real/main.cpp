@@ -1,6 +1,9 @@
 #include "ranks/main.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -114,6 +117,13 @@ int run_simulated(const std::function<void()>& body,
   sim::Options options = sim_options_from_env();
   if (adjust) adjust(options);
   sim::detail::install_crash_report(env("RANKS_SIM_REPORT"));
+  // Started by `ranks sim`: should that command die outright (SIGKILL), this process gets
+  // SIGTERM, and the run ends with its report rather than running on unwatched. Only when the
+  // parent is still that command (a process the program starts inherits the variable).
+  if (const char* parent = env("RANKS_SIM_PARENT_PID");
+      parent != nullptr && std::atol(parent) == static_cast<long>(getppid())) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+  }
   options.on_exit = [](const sim::Report& at_exit) {
     try {
       publish(at_exit);

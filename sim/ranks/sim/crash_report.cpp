@@ -1,7 +1,8 @@
 // Reports written from a signal handler, where the engine cannot report: a simulated rank that
 // dies on a signal (abort(), a segfault in its body) takes the one process every rank lives in
 // with it (outcome crash; then the signal takes its course, so the process still dies of it),
-// and a rank that keeps the thread past the timeout (wall_guard.hpp; outcome timeout, exit 1).
+// a rank that keeps the thread past the timeout (wall_guard.hpp; outcome timeout, exit 1), and
+// a run interrupted from outside (interruption.hpp; outcome error, then the signal kills).
 // Each names the rank that was running and the op it last entered, with a row for every rank as
 // it stood. The heap may be corrupt, or the rank interrupted inside malloc: the handlers format
 // into fixed buffers, write with write(2) and never allocate.
@@ -20,12 +21,14 @@
 #include "ranks/sim.hpp"
 #include "ranks/detail/failure_text.hpp"
 #include "ranks/sim/engine.hpp"
+#include "ranks/sim/interruption.hpp"
 
 namespace ranks::sim::detail {
 
 namespace {
 
 char report_path[4096];
+bool installed = false;
 char alternate_stack[64 * 1024];  // a rank that overflowed its stack still gets a report
 
 void write_all(int fd, const char* data, size_t size) {
@@ -104,6 +107,38 @@ void append_row(Out& out, const SimRank& rank) {
   out.put("\"}");
 }
 
+// The same row as text (report.cpp's layout, one line per rank).
+void append_text_row(Out& out, const SimRank& rank) {
+  out.format("  rank {:<7} ", rank.rank);
+  switch (rank.state) {
+    case RankState::Finished: out.put("finished"); break;
+    case RankState::Failed: out.put("failed"); break;
+    case RankState::Crashed: out.put("crashed"); break;
+    case RankState::Runnable:
+      out.put(rank.ops_entered == 0 ? "had entered no op" : "between ops");
+      break;
+    default: out.put("blocked"); break;
+  }
+  const bool in_op = rank.state != RankState::Finished && rank.state != RankState::Runnable &&
+                     !rank.failed_between_ops;
+  if (in_op) {
+    const BlockInfo& op = rank.block;
+    const char* file = op.where.file_name() != nullptr ? op.where.file_name() : "";
+    const char* slash = std::strrchr(file, '/');
+    out.format(" in {} on group '{}' seq {}", op.op,
+               op.group != nullptr ? std::string_view(*op.group) : "", op.seq);
+    if (op.where.line() != 0) {
+      out.format(" at {}:{}", slash != nullptr ? slash + 1 : file, op.where.line());
+    }
+  }
+  if ((rank.state == RankState::Failed || rank.state == RankState::Crashed) &&
+      !rank.error.empty()) {
+    out.put(": ");
+    out.put(std::string_view(rank.error).substr(0, 400));
+  }
+  out.put("\n");
+}
+
 std::string_view after_last_op(const SimRank& rank) {
   static char text[1024];
   return after_last_op_to(text, rank);
@@ -174,6 +209,20 @@ void write_last_words(Engine* engine, const SimRank* culprit, std::string_view o
              seed, ranks::detail::format_duration_to(duration, std::chrono::nanoseconds(now)));
   out.put(message);
   out.put("\n");
+  // Every rank as it stood, the one the message is about included, up to a few pages.
+  constexpr int kShownRows = 48;
+  for (int r = 0; engine != nullptr && r < world_size && r < kShownRows; ++r) {
+    const SimRank& rank = engine->rank(r);
+    if (&rank == culprit) {
+      out.format("  rank {:<7} {} (the message above)\n", r, culprit_state);
+    } else {
+      append_text_row(out, rank);
+    }
+  }
+  if (engine != nullptr && world_size > kShownRows) {
+    out.format("  ... {} more ranks not shown (the JSON report, --report FILE, has every rank)\n",
+               world_size - kShownRows);
+  }
   out.flush();
 }
 
@@ -257,7 +306,49 @@ void report_stall_and_exit(Engine& engine, std::string_view now_at) {
   ::_exit(1);
 }
 
+[[noreturn]] void report_interruption_and_exit(Engine& engine, int sig, std::string_view now_at) {
+  static char message[2048];
+  static char error[1280];
+  const SimRank* rank = engine.running();
+  char at[600];
+  size_t at_length = 0;
+  if (!now_at.empty()) at_length = fmt::format_to_n(at, sizeof at, ", now at {}", now_at).size;
+  const std::string_view now(at, std::min(at_length, sizeof at));
+  size_t length = 0;
+  size_t error_length = 0;
+  if (rank != nullptr) {
+    length = fmt::format_to_n(message, sizeof message,
+                              "the run was interrupted by signal {} (SIG{}) while rank {} was "
+                              "running, {}{}; every other rank as it stood then",
+                              sig, sigabbrev_np(sig), rank->rank, after_last_op(*rank), now)
+                 .size;
+    error_length = fmt::format_to_n(error, sizeof error, "interrupted by SIG{} while running ({}{})",
+                                    sigabbrev_np(sig), after_last_op(*rank), now)
+                       .size;
+  } else {
+    length = fmt::format_to_n(message, sizeof message,
+                              "the run was interrupted by signal {} (SIG{}) while no rank was "
+                              "running; every rank as it stood then",
+                              sig, sigabbrev_np(sig))
+                 .size;
+  }
+  write_last_words(&engine, rank, "error",
+                   std::string_view(message, std::min(length, sizeof message)), "failed",
+                   std::string_view(error, std::min(error_length, sizeof error)));
+  // Dies of the signal, as it would have without the report.
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(sig);
+  ::_exit(128 + sig);
+}
+
+bool crash_report_installed() { return installed; }
+
 void install_crash_report(const char* path) {
+  installed = true;
   std::strncpy(report_path, path != nullptr ? path : "", sizeof report_path - 1);
   stack_t alternate{};
   alternate.ss_sp = alternate_stack;

@@ -14,6 +14,7 @@
 #include "ranks/errors.hpp"
 #include "ranks/sim/comm.hpp"
 #include "ranks/sim/fiber_end.hpp"
+#include "ranks/sim/interruption.hpp"
 #include "ranks/sim/prefetch.hpp"
 #include "ranks/sim/scheduler.hpp"
 #include "ranks/sim/stack.hpp"
@@ -220,10 +221,13 @@ Report Engine::run(const std::function<void()>& body) {
   }
 
   auto previous_slot = ranks::detail::set_context_slot(&running_context_);
-  if (options_.rank_threads) {
-    run_threads(body);
-  } else {
-    run_fibers(body);
+  {
+    InterruptionReport interruption(*this);
+    if (options_.rank_threads) {
+      run_threads(body);
+    } else {
+      run_fibers(body);
+    }
   }
   ranks::detail::set_context_slot(previous_slot);
   running_context_ = nullptr;

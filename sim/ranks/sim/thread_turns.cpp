@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -16,6 +17,7 @@
 
 #include "ranks/errors.hpp"
 #include "ranks/sim/engine.hpp"
+#include "ranks/sim/interruption.hpp"
 
 namespace ranks::sim::detail {
 
@@ -89,6 +91,8 @@ void ThreadTurns::run(const std::function<void(SimRank&)>& entry) {
   pthread_attr_init(&attributes);
   pthread_attr_setstacksize(&attributes, stack_bytes_);
   int failed = 0;
+  // The ranks' threads leave SIGINT, SIGTERM and SIGHUP to this one (interruption.hpp).
+  std::optional<InterruptionsBlocked> blocked(std::in_place);
   for (int r = 0; r < world_size_ && failed == 0; ++r) {
     SimRank& rank = engine_.rank(r);
     starts[static_cast<size_t>(r)] = Start{this, &rank};
@@ -100,6 +104,7 @@ void ThreadTurns::run(const std::function<void(SimRank&)>& entry) {
     }
   }
   pthread_attr_destroy(&attributes);
+  blocked.reset();
   if (failed != 0) {
     // The threads made so far end without running their rank; nothing of the run has happened.
     abandoned_ = true;
@@ -148,10 +153,23 @@ void ThreadTurns::watch_until_done() {
   period.tv_sec = static_cast<time_t>(wait.count() / 1000);
   period.tv_nsec = static_cast<long>(wait.count() % 1000 * 1'000'000);
   uint64_t seen = engine_.switches();
+  // A signal that interrupts the run wakes this thread, which reports it (interruption.hpp).
+  InterruptionReport::wake_on_signal(&caller_.turn);
+  const auto where_is_running = [this] {
+    const SimRank* running = engine_.running();
+    const auto& where_is = engine_.options().where_is_rank;
+    return running != nullptr && where_is ? where_is(running->rank) : std::string();
+  };
   for (;;) {
-    if (caller_.turn.exchange(0, std::memory_order_acquire) != 0) return;
+    if (caller_.turn.exchange(0, std::memory_order_acquire) != 0) {
+      InterruptionReport::wake_on_signal(nullptr);
+      return;
+    }
     const long waited = ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(&caller_.turn),
                                   FUTEX_WAIT_PRIVATE, 0, &period, nullptr, 0);
+    if (const int sig = InterruptionReport::noted_signal(); sig != 0) {
+      report_interruption_and_exit(engine_, sig, where_is_running());
+    }
     if (waited == 0 || errno != ETIMEDOUT) continue;
     const uint64_t switches = engine_.switches();
     if (switches != seen) {
@@ -160,10 +178,7 @@ void ThreadTurns::watch_until_done() {
       seen = switches;
       continue;
     }
-    const SimRank* stuck = engine_.running();
-    const auto& where_is = engine_.options().where_is_rank;
-    const std::string now_at = stuck != nullptr && where_is ? where_is(stuck->rank) : "";
-    report_stall_and_exit(engine_, now_at);
+    report_stall_and_exit(engine_, where_is_running());
   }
 }
 
