@@ -176,7 +176,7 @@ int64_t run(const Args& args) {
       if (!leader) continue;
       busbw_sum += row_busbw(*op, m, info.world_size);
       ++rows;
-      print_row(stdout, *op, config, m, info.world_size);
+      print_row(stdout, info, *op, config, m);
       std::fflush(stdout);
       if (json.is_open()) json << json_line(info, *op, config, m) << '\n' << std::flush;
       if (std::chrono::steady_clock::now() - started > std::chrono::seconds(3)) {

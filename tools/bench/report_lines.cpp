@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -44,6 +45,10 @@ RunInfo describe_run() {
     const char* model = std::getenv("RANKS_SIM_MODEL");
     // A model file is named by its file name: the report's legends stay short.
     info.model = model && *model ? std::filesystem::path(model).stem().string() : "free";
+    if (model && *model) {
+      sim::CostModel loaded = sim::load_cost_model(model);
+      if (loaded.nccl) info.nccl_model = std::move(loaded);
+    }
   }
   info.world_size = get_world_size();
   info.ranks_per_node = get_local_size();
@@ -66,18 +71,33 @@ void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const 
              "# {}, warm-up {}, iterations {} x {} blocks, time = the slowest rank's mean "
              "(fastest block); GB = 1e9 B\n",
              runs_in_place(op, c) ? "in place" : "out of place", c.warmup, c.iters, c.repeats);
-  fmt::print(out, "#{:>11} {:>12} {:>9} {:>7} {:>11} {:>11} {:>11} {:>7}\n", "size", "count",
-             "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  fmt::print(out, "#{:>11} {:>12} {:>9} {:>7} {:>11} {:>11} {:>11} {:>7}{}\n", "size", "count",
+             "type", "redop", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
+             info.nccl_model ? "  algo/proto" : "");
 }
 
-void print_row(std::FILE* out, const BenchOp& op, const RunConfig& c, const Measurement& m,
-               int world_size) {
+std::string nccl_choice(const RunInfo& info, const BenchOp& op, size_t bytes) {
+  if (!info.nccl_model || !sim::nccl_prices(op.name) || info.world_size <= 1) return "";
+  const int per_node = std::max(1, info.ranks_per_node);
+  const int nodes = (info.world_size + per_node - 1) / per_node;
+  const auto link = nodes > 1 ? sim::LinkClass::Inter : sim::LinkClass::Intra;
+  const sim::Prediction p =
+      sim::predict(*info.nccl_model, op.name, info.world_size, static_cast<double>(bytes), link,
+                   sim::fewest_members_per_node(info.world_size, per_node), nodes);
+  return fmt::format("{}/{}", p.nccl_algorithm, p.protocol);
+}
+
+void print_row(std::FILE* out, const RunInfo& info, const BenchOp& op, const RunConfig& c,
+               const Measurement& m) {
+  const int world_size = info.world_size;
+  const std::string tuning = nccl_choice(info, op, m.shape.bytes);
   const double alg = algbw(m);
-  fmt::print(out, " {:>11} {:>12} {:>9} {:>7} {:>11.2f} {:>11.3f} {:>11.3f} {:>7}\n", m.shape.bytes,
+  fmt::print(out, " {:>11} {:>12} {:>9} {:>7} {:>11.2f} {:>11.3f} {:>11.3f} {:>7}{}\n", m.shape.bytes,
              m.shape.piece_count, dtype_name(c.dtype),
              op.uses_reduce_op ? reduce_op_name(c.reduce_op) : "-", m.seconds * 1e6, alg,
              alg * busbw_factor(op.name, world_size),
-             m.wrong < 0 ? std::string("N/A") : std::to_string(m.wrong));
+             m.wrong < 0 ? std::string("N/A") : std::to_string(m.wrong),
+             tuning.empty() ? "" : "  " + tuning);
 }
 
 void fail_if_wrong(int64_t wrong) {
@@ -128,6 +148,11 @@ std::string json_line(const RunInfo& info, const BenchOp& op, const RunConfig& c
   if (!info.sim_backend.empty()) {
     j["sim_backend"] = info.sim_backend;
     j["model"] = info.model;
+    if (std::string tuning = nccl_choice(info, op, m.shape.bytes); !tuning.empty()) {
+      const auto slash = tuning.find('/');
+      j["nccl_algorithm"] = tuning.substr(0, slash);
+      j["protocol"] = tuning.substr(slash + 1);
+    }
   }
   return j.dump();
 }

@@ -3,7 +3,10 @@
 // and size (--json FILE), with where and when it was measured.
 
 #include <cstdio>
+#include <optional>
 #include <string>
+
+#include "ranks/sim/cost_model.hpp"
 
 #include "bench_ops.hpp"
 #include "runner.hpp"
@@ -19,12 +22,18 @@ struct RunInfo {
   std::string host;
   std::string date;  // ISO 8601, UTC
   std::string git;   // the revision the bench was built from (`git describe --dirty`)
+  // Simulated with a model of an NCCL system: the model, to name the algorithm and protocol
+  // its tuner picks per size (as NCCL_DEBUG=INFO's tuning lines do).
+  std::optional<sim::CostModel> nccl_model;
 };
+
+// "nvls/Simple": what the model's NCCL tuner runs `op` of `bytes` with; "" when nothing does.
+std::string nccl_choice(const RunInfo& info, const BenchOp& op, size_t bytes);
 
 RunInfo describe_run();
 void print_header(std::FILE* out, const RunInfo& info, const BenchOp& op, const RunConfig& config);
-void print_row(std::FILE* out, const BenchOp& op, const RunConfig& config, const Measurement& m,
-               int world_size);
+void print_row(std::FILE* out, const RunInfo& info, const BenchOp& op, const RunConfig& config,
+               const Measurement& m);
 // nccl-tests' closing lines: "# Out of bounds values : N OK|FAILED" and the mean bus bandwidth
 // over every row printed (wrong < 0: nothing was checked).
 void print_footer(std::FILE* out, int64_t wrong, double busbw_sum, size_t rows);

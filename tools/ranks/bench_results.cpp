@@ -115,6 +115,7 @@ sim::Sample to_sample(const Row& row) {
   const int per_node = row.value("ranks_per_node", s.n);
   s.link = per_node == 0 || per_node >= s.n ? sim::LinkClass::Intra : sim::LinkClass::Inter;
   s.members_per_node = sim::fewest_members_per_node(s.n, per_node);
+  s.nodes = per_node == 0 || per_node >= s.n ? 1 : (s.n + per_node - 1) / per_node;
   s.bytes = row["bytes"].get<double>();
   s.seconds = row["time_us"].get<double>() * 1e-6;
   return s;

@@ -83,7 +83,7 @@ int run_report(const ReportArgs& args) {
       continue;
     }
     row["predicted_us"] =
-        sim::predict(model->second, s.family, s.n, s.bytes, s.link, s.members_per_node).seconds *
+        sim::predict(model->second, s.family, s.n, s.bytes, s.link, s.members_per_node, s.nodes).seconds *
         1e6;
     row["model"] = model->second.name;
   }

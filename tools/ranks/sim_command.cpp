@@ -411,7 +411,8 @@ Command add_sim_command(CLI::App& app) {
   sim->add_option("-n,--nproc", args->world_size, "number of simulated ranks")
       ->required()
       ->check(CLI::Range(1, 1 << 24));
-  sim->add_option("--ranks-per-node", args->ranks_per_node, "ranks per node (0: one node)")
+  sim->add_option("--ranks-per-node", args->ranks_per_node,
+                  "ranks per node (0: one node; under a model of GPU nodes, nodes of its GPUs)")
       ->check(CLI::NonNegativeNumber);
   auto* backend = sim->add_option("--backend", args->backend,
                                   "backend whose rules to emulate (default: RANKS_BACKEND, else "
@@ -431,8 +432,9 @@ Command add_sim_command(CLI::App& app) {
   sim->add_option("--trace", args->trace, "write a Chrome/Perfetto trace here");
   sim->add_option("--report", args->report, "write the JSON report here");
   sim->add_option("--model", args->model,
-                  "cost model: a preset (h100-nvlink-ib, pcie-gen5-ib, ethernet-40g) or a model "
-                  "file from `ranks calibrate`; default free (ops take no virtual time)");
+                  "cost model: a preset (h100-nvlink-ib, a100-nvlink-ib, pcie-gen5-ib, "
+                  "ethernet-40g) or a model file from `ranks calibrate`; default free (ops take "
+                  "no virtual time)");
   sim->add_flag("--shapes-only", args->shapes_only,
                 "move no data: ops are matched, checked and priced, results are not computed");
   std::vector<std::string> kinds(sim::hazard_kinds().begin(), sim::hazard_kinds().end());

@@ -20,6 +20,7 @@ struct Sample {
   double bytes = 0;          // nccl-tests' size
   double seconds = 0;        // measured time per op
   int members_per_node = 1;  // on the least populated node (see CostModel::inter_rails)
+  int nodes = 1;             // the nodes the ranks span
 };
 
 struct CalibrationOptions {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,48 @@ struct OpModel {
   const std::vector<Segment>& segments(LinkClass link, int n) const;
 };
 
+// A system NCCL runs on, as NCCL's tuner sees it (NVIDIA/nccl src/graph/tuning.cc and search.cc,
+// v2.30): with one, a model prices the collectives NCCL has as NCCL prices them. Each algorithm
+// NCCL has for the op (ring, pipelined double binary tree, NVLS and NVLS tree on NVSwitch systems
+// with NVLink SHARP, PAT) and protocol (LL, LL128, Simple) gets NCCL's latency (a base, and a
+// latency per hop by link class) and bandwidth (channels x per-channel speed, with each
+// protocol's caps), and the cheapest is taken, as NCCL's tuner does. The time is then what
+// nccl-tests measures, which the tuner leaves out: its latencies scaled, one chunk's transfer
+// per sequential step, a launch overhead (the five fitted figures below, fitted to published
+// measurements; reports/cost_model.md). all_to_all, gather and scatter, which NCCL runs as
+// point-to-point sends, move at NVLink's rate within a node and each GPU's share of its node's
+// NICs between nodes. Model files: the "nccl" object, keys as below.
+struct NcclSystem {
+  std::string arch = "hopper";  // "hopper" (sm90) or "ampere" (sm80): the tuner's rows
+  std::string cpu = "intel";    // "intel" or "amd": network overhead and LL caps between nodes
+  int gpus_per_node = 8;
+  int nvlink_links = 18;           // per GPU
+  double nvlink_link_GBps = 20.6;  // per link, as NCCL counts it (SM90_NVLINK_BW)
+  bool nvswitch = true;
+  bool nvls = true;  // NVLink SHARP (Hopper and later, on NVSwitch)
+  int nics_per_node = 8;
+  double nic_Gbps = 400;          // per NIC; NCCL counts Gb/s / 8 as GB/s
+  double latency_inter_us = 0;    // the graph's latencyInter: 0 on InfiniBand
+  double nvls_chunk_KiB = 128;    // NCCL_NVLS_CHUNKSIZE
+  // Fitted (reports/cost_model/check.py --fit): nccl-tests' time beyond the tuner's.
+  double launch_us = 0;
+  double latency_scale = 1.15;
+  double fill_chunk_KiB = 40;  // chunk serialized per step and channel (ring, tree, PAT)
+  double p2p_nvlink_efficiency = 0.90;
+  double p2p_net_efficiency = 0.94;
+};
+
+// One (algorithm, protocol) NCCL would consider for a call, as its tuner tables it: time_us =
+// latency_us + bytes / (1000 * bandwidth_GBps), with NCCL's corrections for the size.
+struct NcclCost {
+  std::string_view algorithm;  // "ring", "tree", "nvls", "nvls_tree", "pat"
+  std::string_view protocol;   // "LL", "LL128", "Simple"
+  double latency_us = 0;
+  double bandwidth_GBps = 0;  // algorithm bandwidth
+  int channels = 0;
+  double time_us = 0;  // NCCL's own estimate for the call's size (what it chooses by)
+};
+
 struct CostModel {
   std::string name = "free";  // "free": every op costs nothing (the default)
   std::string description;
@@ -70,6 +113,9 @@ struct CostModel {
   // links.inter.rails (default 1).
   int inter_rails = 1;
   std::map<std::string, OpModel, std::less<>> ops;  // by op family (op_family below)
+  // The collectives NCCL has are priced by its tuner's rules (NcclSystem) rather than by the
+  // links; messages and barriers keep the links. Empty: links (and ops) only.
+  std::optional<NcclSystem> nccl;
 
   bool is_free() const;
   // Whether anything in the model prices links between nodes (a model calibrated on one
@@ -96,14 +142,32 @@ Terms terms(std::string_view family, Algorithm, int n);
 struct Prediction {
   double seconds = 0;
   Algorithm algorithm = Algorithm::Auto;
+  // Priced by an NcclSystem: NCCL's algorithm ("ring", "tree", "nvls", "nvls_tree", "pat",
+  // "p2p") and protocol ("LL", "LL128", "Simple"), as NCCL_DEBUG=INFO's tuning lines name them.
+  std::string_view nccl_algorithm;
+  std::string_view protocol;
 };
 // The cost of one op of `family` with `bytes` (nccl-tests' size) on n ranks over link class
 // `link`. Auto picks the cheapest algorithm, which is how NCCL's tuner chooses (it computes a
 // predicted time per algorithm and protocol and takes the smallest). `members_per_node`: the
 // group's members on its least populated node, which bounds the rails a step can use between
 // nodes (see inter_rails).
+// `nodes`: the nodes the group spans (an NcclSystem prices n / nodes ranks per node).
 Prediction predict(const CostModel&, std::string_view family, int n, double bytes, LinkClass link,
-                   int members_per_node = 1);
+                   int members_per_node = 1, int nodes = 1);
+// The families an NcclSystem prices: the collectives NCCL has (all_reduce, all_gather,
+// reduce_scatter, broadcast, reduce) and those it runs as point-to-point sends (all_to_all,
+// gather, scatter).
+bool nccl_prices(std::string_view family);
+// NCCL's table for one call of a collective family NCCL has (not the point-to-point ones):
+// every enabled (algorithm, protocol), cheapest first, with NCCL's constants as they are.
+// InvalidArgument for a family NCCL has no tuner entry for, or a layout the system cannot hold.
+std::vector<NcclCost> nccl_costs(const NcclSystem&, std::string_view family, int n, int nodes,
+                                 double bytes);
+// One call of a family NCCL prices (nccl_prices) on n ranks over `nodes` nodes: NCCL's choice,
+// priced as nccl-tests measures it (NcclSystem's fitted figures added).
+Prediction nccl_predict(const NcclSystem&, std::string_view family, int n, int nodes,
+                        double bytes);
 // The members on the least populated node of n consecutive ranks, ranks_per_node to a node.
 int fewest_members_per_node(int n, int ranks_per_node);
 

@@ -248,7 +248,8 @@ CostModel calibrate(const std::vector<Sample>& samples, const std::string& name,
 
 double relative_error(const CostModel& model, const Sample& sample) {
   double predicted =
-      predict(model, sample.family, sample.n, sample.bytes, sample.link, sample.members_per_node)
+      predict(model, sample.family, sample.n, sample.bytes, sample.link, sample.members_per_node,
+              sample.nodes)
           .seconds;
   return std::abs(predicted - sample.seconds) / sample.seconds;
 }

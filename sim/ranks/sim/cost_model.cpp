@@ -58,11 +58,11 @@ Algorithm parse_algorithm(std::string_view name) {
 
 bool CostModel::is_free() const {
   auto free_link = [](const Link& l) { return l.alpha_s == 0 && std::isinf(l.beta_Bps); };
-  return free_link(intra) && free_link(inter) && ops.empty();
+  return free_link(intra) && free_link(inter) && ops.empty() && !nccl;
 }
 
 bool CostModel::prices_inter_node() const {
-  if (inter.alpha_s != 0 || !std::isinf(inter.beta_Bps)) return true;
+  if (nccl || inter.alpha_s != 0 || !std::isinf(inter.beta_Bps)) return true;
   for (const auto& [family, op] : ops) {
     if (!op.inter.empty() || !op.inter_at.empty()) return true;
   }
@@ -154,8 +154,15 @@ bool uses_rails(std::string_view family) {
 }  // namespace
 
 Prediction predict(const CostModel& model, std::string_view family, int n, double bytes,
-                   LinkClass link, int members_per_node) {
+                   LinkClass link, int members_per_node, int nodes) {
   if (family.empty() || (n <= 1 && family != "sendrecv")) return {};
+  if (model.nccl && nccl_prices(family)) {
+    // Between nodes at least two, and no more ranks on a node than it has GPUs.
+    const int gpus = model.nccl->gpus_per_node;
+    const int spanned =
+        link == LinkClass::Intra ? 1 : std::max({nodes, 2, (n + gpus - 1) / gpus});
+    return nccl_predict(*model.nccl, family, n, std::min(spanned, n), bytes);
+  }
   Algorithm chosen = Algorithm::Auto;
   double overhead = 0;
   Link figures = link == LinkClass::Intra ? model.intra : model.inter;
@@ -182,12 +189,12 @@ Prediction predict(const CostModel& model, std::string_view family, int n, doubl
   if (chosen != Algorithm::Auto) {
     return {
         overhead + link_time(terms(family, chosen, n), figures.alpha_s, figures.beta_Bps, bytes),
-        chosen};
+        chosen, {}, {}};
   }
-  Prediction best{unlimited, Algorithm::Auto};
+  Prediction best{unlimited, Algorithm::Auto, {}, {}};
   for (Algorithm a : algorithms_for(family)) {
     double t = overhead + link_time(terms(family, a, n), figures.alpha_s, figures.beta_Bps, bytes);
-    if (t < best.seconds) best = {t, a};
+    if (t < best.seconds) best = {t, a, {}, {}};
   }
   return best;
 }

@@ -71,6 +71,18 @@ Engine::Engine(const Options& options)
         (options.world_size + options.ranks_per_node - 1) / options.ranks_per_node));
   }
   ranks_per_node_ = options.ranks_per_node == 0 ? options.world_size : options.ranks_per_node;
+  if (cost_model_.nccl) {
+    // NCCL runs one rank per GPU: a node holds at most gpus_per_node ranks, and left to the
+    // model ranks fill nodes of that many.
+    const int gpus = cost_model_.nccl->gpus_per_node;
+    if (options.ranks_per_node > gpus) {
+      throw InvalidArgument(fmt::format(
+          "sim: cost model '{}' has {} GPUs per node and NCCL runs one rank per GPU, but "
+          "ranks_per_node is {}; give at most {} (0: nodes of {})",
+          cost_model_.name, gpus, options.ranks_per_node, gpus, gpus));
+    }
+    if (options.ranks_per_node == 0) ranks_per_node_ = std::min(gpus, options.world_size);
+  }
   peers_fail_fast_ = ranks::capabilities(options.backend).dead_peer_noticed_at_once;
   if (options_.on_rank_switch) on_rank_switch_ = &options_.on_rank_switch;
   for (const Fault& fault : faults_) {
@@ -190,7 +202,7 @@ void Engine::run_threads(const std::function<void()>& body) {
 
 Report Engine::run(const std::function<void()>& body) {
   const int world_size = options_.world_size;
-  const int per_node = options_.ranks_per_node == 0 ? world_size : options_.ranks_per_node;
+  const int per_node = ranks_per_node_;
   GroupRegistry registry(*this);
   auto everyone = std::make_shared<std::vector<int>>(static_cast<size_t>(world_size));
   std::iota(everyone->begin(), everyone->end(), 0);

@@ -127,12 +127,88 @@ Json segments_json(const std::vector<Segment>& segments) {
   return list;
 }
 
+// The "nccl" object: the system NCCL runs on (NcclSystem), every key optional (defaults: HGX H100).
+NcclSystem parse_nccl_system(const Json& j, const std::string& where) {
+  only_keys(j,
+            {"arch", "cpu", "gpus_per_node", "nvlink_links", "nvlink_link_GBps", "nvswitch", "nvls",
+             "nics_per_node", "nic_Gbps", "latency_inter_us", "nvls_chunk_KiB", "launch_us",
+             "latency_scale", "fill_chunk_KiB", "p2p_nvlink_efficiency", "p2p_net_efficiency"},
+            where);
+  NcclSystem s;
+  auto one_of = [&](const char* key, std::string& field, std::initializer_list<std::string_view> allowed) {
+    if (!j.contains(key)) return;
+    field = j.at(key).get<std::string>();
+    if (std::find(allowed.begin(), allowed.end(), field) == allowed.end()) {
+      throw InvalidArgument(fmt::format("cost model {}: {} '{}' is not one of {}", where, key,
+                                        field, fmt::join(allowed, ", ")));
+    }
+  };
+  auto whole = [&](const char* key, int& field, int least) {
+    if (!j.contains(key)) return;
+    field = j.at(key).get<int>();
+    if (field < least) {
+      throw InvalidArgument(
+          fmt::format("cost model {}: {} must be >= {}, got {}", where, key, least, field));
+    }
+  };
+  // Positive figures (or >= 0 where zero means "none"), and efficiencies at most 1.
+  auto figure = [&](const char* key, double& field, bool zero_allowed, double most = unlimited) {
+    if (!j.contains(key)) return;
+    field = j.at(key).get<double>();
+    if (!(zero_allowed ? field >= 0 : field > 0) || !(field <= most)) {
+      throw InvalidArgument(fmt::format("cost model {}: {} must be {}{}, got {}", where, key,
+                                        zero_allowed ? ">= 0" : "> 0",
+                                        std::isinf(most) ? "" : fmt::format(" and <= {}", most),
+                                        field));
+    }
+  };
+  one_of("arch", s.arch, {"hopper", "ampere"});
+  one_of("cpu", s.cpu, {"intel", "amd"});
+  whole("gpus_per_node", s.gpus_per_node, 1);
+  whole("nvlink_links", s.nvlink_links, 1);
+  figure("nvlink_link_GBps", s.nvlink_link_GBps, false);
+  s.nvswitch = j.value("nvswitch", s.nvswitch);
+  s.nvls = j.value("nvls", s.nvls);
+  whole("nics_per_node", s.nics_per_node, 1);
+  figure("nic_Gbps", s.nic_Gbps, false);
+  figure("latency_inter_us", s.latency_inter_us, true);
+  figure("nvls_chunk_KiB", s.nvls_chunk_KiB, true);
+  figure("launch_us", s.launch_us, true);
+  figure("latency_scale", s.latency_scale, false);
+  figure("fill_chunk_KiB", s.fill_chunk_KiB, true);
+  figure("p2p_nvlink_efficiency", s.p2p_nvlink_efficiency, false, 1.0);
+  figure("p2p_net_efficiency", s.p2p_net_efficiency, false, 1.0);
+  if (s.nvls && !s.nvswitch) {
+    throw InvalidArgument(fmt::format("cost model {}: nvls needs nvswitch", where));
+  }
+  return s;
+}
+
+Json nccl_system_json(const NcclSystem& s) {
+  return {{"arch", s.arch},
+          {"cpu", s.cpu},
+          {"gpus_per_node", s.gpus_per_node},
+          {"nvlink_links", s.nvlink_links},
+          {"nvlink_link_GBps", s.nvlink_link_GBps},
+          {"nvswitch", s.nvswitch},
+          {"nvls", s.nvls},
+          {"nics_per_node", s.nics_per_node},
+          {"nic_Gbps", s.nic_Gbps},
+          {"latency_inter_us", s.latency_inter_us},
+          {"nvls_chunk_KiB", s.nvls_chunk_KiB},
+          {"launch_us", s.launch_us},
+          {"latency_scale", s.latency_scale},
+          {"fill_chunk_KiB", s.fill_chunk_KiB},
+          {"p2p_nvlink_efficiency", s.p2p_nvlink_efficiency},
+          {"p2p_net_efficiency", s.p2p_net_efficiency}};
+}
+
 }  // namespace
 
 CostModel parse_cost_model(const std::string& json_text, const std::string& origin) {
   try {
     Json j = Json::parse(json_text);
-    only_keys(j, {"name", "description", "backend", "sources", "links", "ops"}, origin);
+    only_keys(j, {"name", "description", "backend", "sources", "links", "ops", "nccl"}, origin);
     CostModel model;
     model.name = j.value("name", origin);
     model.description = j.value("description", "");
@@ -179,6 +255,7 @@ CostModel parse_cost_model(const std::string& json_text, const std::string& orig
       }
       model.ops.emplace(family, std::move(m));
     }
+    if (j.contains("nccl")) model.nccl = parse_nccl_system(j.at("nccl"), origin + " nccl");
     return model;
   } catch (const Json::exception& e) {
     throw InvalidArgument(fmt::format("cost model {}: {}", origin, e.what()));
@@ -213,6 +290,7 @@ std::string to_json(const CostModel& model) {
     ops[family] = o;
   }
   j["ops"] = ops;
+  if (model.nccl) j["nccl"] = nccl_system_json(*model.nccl);
   return j.dump(2) + "\n";
 }
 

@@ -56,19 +56,28 @@ Nanos to_nanos(double seconds) {
 
 }  // namespace
 
-// The group's members on the node where it has fewest (members are sorted, nodes consecutive).
-int fewest_members_per_node(const Engine& engine, const SimGroup& group) {
-  int fewest = group.size(), run = 0, node = -1;
+// The nodes a group spans and its members on the node where it has fewest (members are sorted,
+// nodes hold consecutive ranks).
+struct NodeSpan {
+  int nodes = 0;
+  int fewest = 0;
+};
+
+NodeSpan node_span(const Engine& engine, const SimGroup& group) {
+  NodeSpan span{0, group.size()};
+  int run = 0, node = -1;
   for (int i = 0; i < group.size(); ++i) {
     const int here = engine.node_of(group.global_rank(i));
     if (here != node) {
-      if (run > 0) fewest = std::min(fewest, run);
+      if (run > 0) span.fewest = std::min(span.fewest, run);
+      ++span.nodes;
       node = here;
       run = 0;
     }
     ++run;
   }
-  return std::min(fewest, run);
+  span.fewest = std::min(span.fewest, run);
+  return span;
 }
 
 Nanos collective_cost(const Engine& engine, const SimGroup& group, const OpRequest& first) {
@@ -79,12 +88,14 @@ Nanos collective_cost(const Engine& engine, const SimGroup& group, const OpReque
           ? LinkClass::Intra
           : LinkClass::Inter;
   const sim::CostModel& model = engine.cost_model();
-  // Only a model with rails needs the layout (a pass over the members, once per collective).
-  const int members_per_node = link == LinkClass::Inter && model.inter_rails > 1
-                                   ? fewest_members_per_node(engine, group)
-                                   : 1;
-  return to_nanos(
-      predict(model, op_family(first.kind), n, op_bytes(first, n), link, members_per_node).seconds);
+  // Only a model with rails or NCCL's layout needs the span (a pass over the members, once per
+  // collective).
+  const NodeSpan span = link == LinkClass::Inter && (model.inter_rails > 1 || model.nccl)
+                            ? node_span(engine, group)
+                            : NodeSpan{1, 1};
+  return to_nanos(predict(model, op_family(first.kind), n, op_bytes(first, n), link, span.fewest,
+                          span.nodes)
+                      .seconds);
 }
 
 Nanos message_cost(const Engine& engine, const SimGroup& group, int src, int dst, size_t bytes) {
