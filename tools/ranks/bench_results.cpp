@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "nccl_tests_output.hpp"
 #include "ranks/errors.hpp"
 
 namespace ranks::cli {
@@ -50,7 +51,8 @@ void check_values(const Row& row) {
 
 }  // namespace
 
-std::vector<Row> read_results(const std::vector<std::string>& paths) {
+std::vector<Row> read_results(const std::vector<std::string>& paths,
+                              const std::string& nccl_tests_op) {
   std::vector<Row> rows;
   for (const std::string& path : paths) {
     if (std::filesystem::is_directory(path)) {
@@ -58,6 +60,22 @@ std::vector<Row> read_results(const std::vector<std::string>& paths) {
     }
     std::ifstream in(path);
     if (!in) throw InvalidArgument(fmt::format("cannot read {}", path));
+    std::string first;
+    while (std::getline(in, first) && first.find_first_not_of(" \t\r") == std::string::npos) {
+    }
+    in.clear();
+    in.seekg(0);
+    if (is_nccl_tests_output(first)) {
+      for (Row& row : read_nccl_tests(in, path, nccl_tests_op)) {
+        try {
+          check_values(row);
+        } catch (const InvalidArgument& e) {
+          throw InvalidArgument(fmt::format("{}: {}", row["source"].get<std::string>(), e.what()));
+        }
+        rows.push_back(std::move(row));
+      }
+      continue;
+    }
     int number = 0;
     for (std::string line; std::getline(in, line);) {
       ++number;

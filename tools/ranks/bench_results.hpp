@@ -11,8 +11,11 @@ namespace ranks::cli {
 
 using Row = nlohmann::ordered_json;
 
-// Every line of every file; InvalidArgument names the file and line of a malformed one.
-std::vector<Row> read_results(const std::vector<std::string>& paths);
+// Every line of every file; InvalidArgument names the file and line of a malformed one. A file
+// of nccl-tests output (nccl_tests_output.hpp) is read as its rows; `nccl_tests_op` overrides
+// the op it names.
+std::vector<Row> read_results(const std::vector<std::string>& paths,
+                              const std::string& nccl_tests_op = "");
 // One row per (backend, world size, ranks per node, op, bytes, dtype, reduce op, model): the
 // fastest, when a sweep was run more than once (the bench's own rule for repeats: interference
 // only adds time). Order of first appearance is kept.

@@ -36,4 +36,30 @@ CostModel calibrate(const std::vector<Sample>& samples, const std::string& name,
 // |predicted - measured| / measured under the model.
 double relative_error(const CostModel& model, const Sample& sample);
 
+// The physical figures of an NCCL system fitted to measurements: the base model (a preset or a
+// file with an "nccl" object) with those of its NcclSystem figures that the samples say
+// something about refitted (NVLink's per-link rate where a node holds several ranks, the NIC's
+// rate where runs span nodes, the point-to-point efficiencies where all_to_all, gather or
+// scatter was measured, and always the latency scale, the launch overhead and the pipeline
+// chunk), minimising the mean squared log of predicted / measured time. NCCL's choice of
+// algorithm and protocol follows from the fitted system, as NCCL's follows from the hardware.
+struct NcclFigure {
+  std::string name;  // the model file's key, e.g. "nvlink_link_GBps"
+  double base = 0;
+  double fitted = 0;
+};
+struct NcclCalibration {
+  CostModel model;
+  std::vector<NcclFigure> figures;
+};
+// InvalidArgument when base has no NCCL system or no sample is of an op it prices.
+NcclCalibration calibrate_nccl(const std::vector<Sample>& samples, const CostModel& base,
+                               const std::string& name);
+
+// The accuracy criterion of reports/cost_model.md: predicted / measured bus bandwidth from
+// 1 MiB up (measured time / predicted), predicted / measured time below; a point is within when
+// the ratio is within 20 % (35 % below 1 MiB).
+double criterion_ratio(const CostModel& model, const Sample& sample);
+bool within_criterion(const Sample& sample, double ratio);
+
 }  // namespace ranks::sim
