@@ -3,12 +3,15 @@
 // another type: each must raise ranks::Error with a message naming the origin, never crash and
 // never allocate what a bogus length asks for.
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <list>
 #include <map>
 #include <optional>
 #include <string>
@@ -223,6 +226,12 @@ TEST(ObjectPayload, ALengthCannotAskForMuchMoreMemoryThanThePayloadHas) {
   const std::string deque_error =
       decode_error<std::deque<Big>>(payload_of(object::type_tag<std::deque<Big>>()));
   EXPECT_TRUE(Contains(deque_error, "elements of 4096 bytes would take")) << deque_error;
+  // A list's node is its element and two links (cereal would have made the whole list first).
+  const std::string list_error =
+      decode_error<std::list<Big>>(payload_of(object::type_tag<std::list<Big>>()));
+  EXPECT_TRUE(Contains(list_error,
+                       fmt::format("elements of {} bytes would take", 4096 + 2 * sizeof(void*))))
+      << list_error;
   Bytes nested = payload_of(object::type_tag<std::vector<std::vector<Big>>>());
   const uint64_t one = 1;  // one inner vector, whose own length is every byte left
   std::memcpy(nested.data() + 24, &one, 8);
@@ -237,6 +246,8 @@ TEST(ObjectPayload, ALengthCannotAskForMuchMoreMemoryThanThePayloadHas) {
   EXPECT_EQ(decode<std::vector<std::string>>(encode(empties), "test"), empties);
   const std::deque<std::vector<int>> rows = {{1, 2}, {}, {3}};
   EXPECT_EQ(decode<std::deque<std::vector<int>>>(encode(rows), "test"), rows);
+  const std::list<std::string> names = {"a", "", "ccc"};
+  EXPECT_EQ(decode<std::list<std::string>>(encode(names), "test"), names);
 }
 
 TEST(ObjectPayload, InvalidValuesAndWrongTypes) {

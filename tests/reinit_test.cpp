@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
 
 #include "harness.hpp"
 
@@ -54,6 +59,44 @@ TEST(Reinit, RanksWithAnotherWorldSizeAreToldSoAtOnce) {
     } catch (const RendezvousError& e) {
       EXPECT_TRUE(Contains(e.what(), "rank 1 was started with world size 3, rank 0")) << e.what();
       EXPECT_TRUE(Contains(e.what(), "with 2: every rank must be given the same WORLD_SIZE"));
+    }
+  });
+}
+
+// A file:// rendezvous carries the job's secret (RANKS_STORE_TOKEN): a rank of another job (another
+// secret) that is given the same path is refused by name, where it used to join the job.
+TEST(Reinit, AFileRendezvousIsRefusedToAnotherJobsRank) {
+  if (!backend_built("gloo")) GTEST_SKIP() << "gloo is not built";
+  run_processes("gloo", 2, [] {
+    const int rank = get_rank();
+    destroy_process_group();
+    const std::string path = fmt::format("/tmp/ranks-file-rendezvous-{}", std::getenv("MASTER_PORT"));
+    InitOptions options;
+    options.backend = "gloo";
+    options.init_method = "file://" + path;
+    options.rank = rank;
+    options.world_size = 2;
+    if (rank == 0) {
+      // The job: its store file holds its secret until its rendezvous gives up (rank 1 is not
+      // of this job and never joins it).
+      ::setenv("RANKS_STORE_TOKEN", "the-job", 1);
+      options.timeout = std::chrono::seconds(10);
+      EXPECT_THROW(init_process_group(options), Error);
+      return;
+    }
+    ::setenv("RANKS_STORE_TOKEN", "another-job", 1);
+    options.timeout = std::chrono::seconds(30);
+    // Rank 0 makes the file; rank 1 comes once it is there (a deadline bounds the wait).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!std::filesystem::exists(path) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    ASSERT_TRUE(std::filesystem::exists(path)) << "rank 0 made no store file";
+    try {
+      init_process_group(options);
+      ADD_FAILURE() << "a rank of another job joined the job's file rendezvous";
+    } catch (const RendezvousError& e) {
+      EXPECT_TRUE(Contains(e.what(), "different job token")) << e.what();
     }
   });
 }

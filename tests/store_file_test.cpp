@@ -176,8 +176,35 @@ TEST_F(FileStoreTest, TheFileIsItsOwnersAloneAndNeverALink) {
   }
 }
 
+// A file another user made, or one others may open, would give them the job's token and every
+// rank's address (or let them write keys): refused by name before anything is read or written.
+TEST_F(FileStoreTest, AFileOfAnotherUserOrOpenToOthersIsRefused) {
+  auto refused = [&] {
+    const auto size = std::filesystem::file_size(path());
+    const std::string error = open_error(2);
+    EXPECT_EQ(std::filesystem::file_size(path()), size) << "the store wrote into the file";
+    return error;
+  };
+  std::ofstream(path()).flush();
+  ::chmod(path().c_str(), 0666);
+  EXPECT_TRUE(Contains(refused(), "others may write the file (mode 0666)"));
+  ::chmod(path().c_str(), 0644);
+  EXPECT_TRUE(Contains(refused(), "others may read the file (mode 0644)"));
+  ::chmod(path().c_str(), 0600);
+  if (::geteuid() == 0) {  // only root can give a file away; as another user the test has no peer
+    ASSERT_EQ(::chown(path().c_str(), 65534, 65534), 0);
+    const std::string error = refused();
+    EXPECT_TRUE(Contains(error, "belongs to user id 65534")) << error;
+    EXPECT_TRUE(Contains(error, path())) << error;
+  }
+  std::filesystem::remove(path());
+  ::mkfifo(path().c_str(), 0600);
+  EXPECT_TRUE(Contains(open_error(2), "not a regular file"));
+}
+
 TEST_F(FileStoreTest, AFileThatIsNotAStoreIsReportedAsCorrupt) {
   std::ofstream(path()) << "hello, world\n";
+  ::chmod(path().c_str(), 0600);
   const std::string error = open_error(2);
   EXPECT_TRUE(Contains(error, "corrupt"));
   EXPECT_TRUE(Contains(error, "magic"));

@@ -1,8 +1,8 @@
 // libFuzzer target: the object decoder, as a rank reads a peer's payload (header and cereal
 // body) in the object collectives. The first byte picks the type this rank expects, among
 // shapes programs gather: numbers, strings, nested containers, maps, optionals, variants, and
-// the audit's vector<array<double, 512>> (whose corrupt counts once asked for 4,096 times the
-// payload's size). A payload either decodes or fails with a ranks::Error; run with
+// the audit's vector<array<double, 512>> and list of the same (whose corrupt counts once asked
+// for 4,096 times the payload's size). A payload either decodes or fails with a ranks::Error; run with
 // -malloc_limit_mb, an allocation far past the input's size fails the run.
 //
 // RANKS_FUZZ_WRITE_SEEDS=DIR writes the seed corpus (a valid payload of each type) to DIR.
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <list>
 #include <map>
 #include <optional>
 #include <span>
@@ -31,6 +32,7 @@ using Record = std::tuple<int, std::string, std::optional<double>>;
 using Either = std::variant<int64_t, std::string>;
 using Counts = std::unordered_map<std::string, int>;
 using Blocks = std::vector<std::array<double, 512>>;
+using BlockList = std::list<std::array<double, 512>>;
 
 template <class T>
 void read_as(std::span<const uint8_t> payload) {
@@ -59,6 +61,7 @@ void write_seeds(const std::string& dir) {
   write_seed(dir, "either", 5, Either{std::string("text")});
   write_seed(dir, "counts", 6, Counts{{"x", 1}, {"y", 2}});
   write_seed(dir, "blocks", 7, Blocks(2));
+  write_seed(dir, "block_list", 8, BlockList(2));
 }
 
 }  // namespace
@@ -74,7 +77,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::span<const uint8_t> payload(data + 1, size - 1);
-  switch (data[0] % 8) {
+  switch (data[0] % 9) {
     case 0: read_as<std::vector<int64_t>>(payload); break;
     case 1: read_as<std::string>(payload); break;
     case 2: read_as<Metrics>(payload); break;
@@ -82,7 +85,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4: read_as<Record>(payload); break;
     case 5: read_as<Either>(payload); break;
     case 6: read_as<Counts>(payload); break;
-    default: read_as<Blocks>(payload); break;
+    case 7: read_as<Blocks>(payload); break;
+    default: read_as<BlockList>(payload); break;
   }
   return 0;
 }

@@ -5,16 +5,18 @@
 // side before moving it into a node: a third of the instructions of decoding a 10,000-entry
 // map<string, vector<float>> that way. Overload resolution prefers these to cereal's templates
 // over any archive (they are more specialized), and cereal finds them by ADL. Vectors of other
-// types and deques get loads of their own for one reason: to bound the memory a corrupt length
-// makes them take before their elements are read.
+// types, deques and lists get loads of their own for one reason: to bound the memory a corrupt
+// length makes them take before their elements are read (cereal sizes them first).
 // Included by archive.hpp, after InputArchive; included first, it brings archive.hpp in (whose
 // own include of this file is then skipped) so that it compiles on its own.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <iterator>
+#include <list>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -87,11 +89,17 @@ void check_allocation(const InputArchive& ar, size_t count) {
   }
 }
 
-// Sizes container (a vector or deque) to a checked length, then reads its elements.
+// What one element of a container takes: a list's node adds its two links to the element.
+template <class Container>
+inline constexpr size_t element_memory = sizeof(typename Container::value_type);
+template <class T, class Alloc>
+inline constexpr size_t element_memory<std::list<T, Alloc>> = sizeof(T) + 2 * sizeof(void*);
+
+// Sizes container (a vector, deque or list) to a checked length, then reads its elements.
 template <class Container>
 void load_sized(InputArchive& ar, Container& container) {
   const size_t size = load_size(ar);
-  check_allocation<typename Container::value_type>(ar, size);
+  check_allocation<std::array<char, element_memory<Container>>>(ar, size);
   container.clear();
   container.resize(size);
   for (auto& element : container) ar(element);
@@ -108,6 +116,11 @@ requires(!std::is_arithmetic_v<T>) void CEREAL_LOAD_FUNCTION_NAME(InputArchive& 
 template <class T, class Alloc>
 void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar, std::deque<T, Alloc>& deque) {
   detail::load_sized(ar, deque);
+}
+
+template <class T, class Alloc>
+void CEREAL_LOAD_FUNCTION_NAME(InputArchive& ar, std::list<T, Alloc>& list) {
+  detail::load_sized(ar, list);
 }
 
 template <class Traits, class Alloc>

@@ -244,6 +244,14 @@ std::shared_ptr<Store> join_agent_store(const Membership& m, std::chrono::millis
   static const std::string world_size_key = "world_size";
   const std::string size = std::to_string(m.world_size);
   if (m.rank == 0) {
+    static bool said = false;  // once per process, however many process groups it makes
+    if (!std::exchange(said, true)) {
+      std::fprintf(stderr,
+                   "ranks: note: the rendezvous store is torchrun's agent store at %s:%d (torch's "
+                   "TCPStore), which checks no secret: anyone who can reach that port can read "
+                   "and write the job's keys. `ranks run` starts a store that does\n",
+                   m.master_addr.c_str(), m.master_port);
+    }
     store->set(world_size_key, std::vector<uint8_t>(size.begin(), size.end()));
     return store;
   }
@@ -269,7 +277,10 @@ std::shared_ptr<Store> make_store(const InitOptions& options, const Membership& 
     return join_tcp_store(host, port, m, options.timeout, false);
   }
   if (method.starts_with("file://")) {
-    return std::make_shared<FileStore>(method.substr(7), m.world_size, options.timeout);
+    // The job's secret, when it has one, marks the file as this job's: a file left by another
+    // job (another secret) is refused by name rather than joined.
+    return std::make_shared<FileStore>(method.substr(7), m.world_size, options.timeout,
+                                       launch::job_secret(launch::Env::process()).value_or(""));
   }
   throw InvalidArgument(fmt::format(
       "init_process_group: init_method '{}' is not env://, tcp://host:port or file:///path",

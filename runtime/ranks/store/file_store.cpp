@@ -46,6 +46,31 @@ int64_t unix_ms_now() {
       .count();
 }
 
+// The file holds the job's token and every rank's address: a file another user made (in a shared
+// directory, before this job) would hand them to that user, and one that others may read or write
+// hands them to everyone. A store joins only a regular file of this user's that no one else can
+// open.
+void refuse_if_not_private(const struct stat& file, const std::string& name) {
+  if (!S_ISREG(file.st_mode)) {
+    throw RendezvousError(fmt::format(
+        "{}: the path is not a regular file; give the job a path for a file of its own", name));
+  }
+  if (file.st_uid != ::geteuid()) {
+    throw RendezvousError(fmt::format(
+        "{}: the file belongs to user id {}, not to this job's user ({}): someone else made it "
+        "(it could read the job's token and keys, or feed it its own); give the job a path in a "
+        "directory only you can write",
+        name, file.st_uid, ::geteuid()));
+  }
+  if ((file.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    throw RendezvousError(fmt::format(
+        "{}: others may {} the file (mode {:04o}): it holds the job's token and every rank's "
+        "address; make it 0600 (chmod 600) or delete it and let the job create it",
+        name, (file.st_mode & (S_IWGRP | S_IWOTH)) != 0 ? "write" : "read",
+        file.st_mode & 07777));
+  }
+}
+
 }  // namespace
 
 FileStore::FileStore(std::string path, int world_size, std::chrono::milliseconds timeout,
@@ -93,6 +118,7 @@ bool FileStore::open_and_join(Clock::time_point deadline) {
   }
   struct stat opened {};
   ::fstat(fd.get(), &opened);
+  refuse_if_not_private(opened, name_);
   file_mutex_ = store::file_mutex(opened.st_dev, opened.st_ino);
   fd_ = std::move(fd);
   log_ = store::FileLog();

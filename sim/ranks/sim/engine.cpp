@@ -111,6 +111,15 @@ void Engine::switching_to(boost::fibers::context* fiber, SimRank* rank) {
 }
 
 void Engine::run_rank(SimRank& rank, const std::function<void()>& body) {
+  // A child forked in the body that comes back here would go on to run the other ranks.
+  struct ChildStops {
+    int rank;
+    ~ChildStops() {
+      if (in_forked_child.load(std::memory_order_relaxed)) [[unlikely]] {
+        stop_forked_child(rank, "reached the end of the rank's body");
+      }
+    }
+  } child_stops{rank.rank};
   try {
     body();
     rank.state = RankState::Finished;
@@ -201,6 +210,7 @@ void Engine::run_threads(const std::function<void()>& body) {
 }
 
 Report Engine::run(const std::function<void()>& body) {
+  ForkWatch fork_watch;
   const int world_size = options_.world_size;
   const int per_node = ranks_per_node_;
   GroupRegistry registry(*this);
@@ -500,6 +510,9 @@ void Engine::fail_waiters_on(int dead) {
 void Engine::sleep_for(Nanos duration) {
   SimRank* rank = running();
   if (rank == nullptr) throw InvalidArgument("sim: sleep_for called outside a simulated rank");
+  if (in_forked_child.load(std::memory_order_relaxed)) [[unlikely]] {
+    stop_forked_child(rank->rank, "called sleep_for");
+  }
   if (duration.count() <= 0) return;
   if (stuck_) throw Deadlock(fmt::format("rank {} cannot sleep: the run is stuck", rank->rank));
   Nanos start = now_;

@@ -21,6 +21,7 @@
 #include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
+#include "ranks/sim/forked_child.hpp"
 #include "ranks/sim/hazards.hpp"
 #include "ranks/sim/trace.hpp"
 #include "ranks/sim/work_pool.hpp"
@@ -215,6 +216,9 @@ class Engine final : public Clock {
   [[noreturn]] void on_exit_from_rank(SimRank& rank);
   // Called as the running rank enters an op, before it is matched: where op=K faults strike.
   void on_op_entered(SimRank& rank, const BlockInfo& op) {
+    if (in_forked_child.load(std::memory_order_relaxed)) [[unlikely]] {
+      stop_forked_child(rank.rank, "called " + ranks::detail::describe(place_of(op)));
+    }
     ++rank.ops_entered;
     ++progress_;
     if (!faults_.empty()) strike_op_faults(rank, op);
