@@ -28,6 +28,7 @@ def main():
     parser.add_argument("--backend")
     parser.add_argument("--printed")
     parser.add_argument("--no-gpu-says")
+    parser.add_argument("--says-once", help="text the run's output must hold exactly once")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -56,6 +57,10 @@ def main():
         print(output)
         sys.exit(f"check_real: exit status {done.returncode}; ranks that printed ok: "
                  f"{sorted(seen)}, expected {sorted(want)}")
+    if args.says_once is not None and output.count(args.says_once) != 1:
+        print(output)
+        sys.exit(f"check_real: the output holds {args.says_once!r} "
+                 f"{output.count(args.says_once)} times, expected once")
     print(f"{args.ranks} {args.backend} ranks ok")
 
 
