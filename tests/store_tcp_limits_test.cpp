@@ -118,11 +118,11 @@ TEST(TcpStore, TheStoredBytesQuotaRefusesWhatWouldPassItAndKeepsTheRest) {
 }
 
 // The audit's huge frames: connections that each begin a large set and hold it. Past the cap on
-// bytes still arriving, the connection whose bytes would pass it is refused with an error naming
-// the cap (which one depends on the order the server reads them in: exactly one, since two
-// of them stay under the cap); the others are closed when their requests stall, and the job is
-// served all along.
-TEST(TcpStore, TheBufferedBytesCapRefusesTheConnectionThatWouldPassIt) {
+// bytes still arriving, the connection holding the most is refused with an error naming the cap
+// (which one depends on the order the server reads them in: exactly one, since two of them stay
+// under the cap); the others are closed when their requests stall, and the job is served all
+// along.
+TEST(TcpStore, TheBufferedBytesCapRefusesOneOfTheFloods) {
   LogLines log;
   TCPStoreOptions o = server_options(&log);
   o.is_server = true;
@@ -157,6 +157,32 @@ TEST(TcpStore, TheBufferedBytesCapRefusesTheConnectionThatWouldPassIt) {
   auto member = client(server.port(), 5s);
   member->set("k", bytes("v"));
   EXPECT_EQ(member->get("k"), bytes("v"));
+}
+
+// One client past its hello sends most of the cap's worth of a huge request and stalls: a job's
+// client that then sends a request of its own is served, and the staller is the one refused (it
+// used to hold the cap for its whole request_timeout, refusing every request of 256 B or more).
+TEST(TcpStore, OneStalledClientCannotHoldTheBufferCapAgainstTheOthers) {
+  LogLines log;
+  TCPStoreOptions o = server_options(&log);
+  o.is_server = true;
+  o.max_buffered_bytes = 1 << 20;
+  o.request_timeout = std::chrono::hours(1);
+  TCPStore server(o);
+  RawClient hog(server.port());
+  hog.hello();
+  ASSERT_TRUE(hog.reply(wire::Op::Hello).has_value());
+  Bytes part = wire::frame(wire::encode_request(set_request("huge", Bytes(3 << 20, 7))));
+  part.resize(900 << 10);
+  hog.send_bytes(part);
+  auto member = client(server.port(), 5s);
+  const Bytes value(200 << 10, 3);
+  member->set("k", value);
+  EXPECT_EQ(member->get("k"), value);
+  const std::optional<wire::Reply> answer = hog.reply(wire::Op::Set);
+  ASSERT_TRUE(answer.has_value()) << log.all();
+  EXPECT_NE(answer->status, wire::Status::Ok);
+  EXPECT_TRUE(Contains(answer->message, "the most of any, are refused")) << answer->message;
 }
 
 TEST(TcpStore, ARequestThatStallsHalfwayIsClosedAtItsDeadline) {

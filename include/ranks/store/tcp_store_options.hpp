@@ -48,9 +48,10 @@ struct TCPStoreOptions {
   // closes the oldest still in its handshake, or, when every one has said hello, is itself
   // closed.
   std::size_t max_connections = 4096;
-  // The bytes of requests still arriving, over every connection: a connection whose bytes would
-  // take the server past this is answered with an error naming the cap and closed (the job's
-  // requests are small; what may make it full is a stranger's, or a flood of huge values).
+  // The bytes of requests still arriving, over every connection: when bytes arriving take the
+  // server past this, the connection holding the most is answered with an error naming the cap
+  // and closed (the job's requests are small; what may make it full is a stranger's, or a flood
+  // of huge values), so no one client can hold the cap against the others.
   std::size_t max_buffered_bytes = std::size_t{256} << 20;
   // A request must arrive whole within this of its first byte, or the connection is closed:
   // one that stalls in the middle of a request holds its buffer for nothing.

@@ -305,6 +305,14 @@ std::size_t ServerLoop::buffered_bytes() const {
   return total;
 }
 
+ServerLoop::Connection& ServerLoop::largest_buffer(Connection& reading) {
+  Connection* largest = &reading;
+  for (auto& [id, other] : conns_) {
+    if (!other.dead && !other.closing && other.in.size() > largest->in.size()) largest = &other;
+  }
+  return *largest;
+}
+
 void ServerLoop::accept_all() {
   while (true) {
     sockaddr_storage address{};
@@ -365,14 +373,18 @@ void ServerLoop::read_from(Connection& c) {
         c.in.insert(c.in.end(), chunk, chunk + n);
         const std::size_t total = buffered_bytes();
         if (total > max_buffered_) {
-          reject(c, ErrorKind::Protocol,
+          // The connection holding the most gives way: one client that sends part of a huge
+          // request and stalls cannot hold the cap against every other client for its
+          // request_timeout.
+          Connection& largest = largest_buffer(c);
+          reject(largest, ErrorKind::Protocol,
                  fmt::format("the server holds {} of requests still arriving, more than the {} "
-                             "it takes at once (max_buffered_bytes); this connection's {} are "
-                             "refused",
+                             "it takes at once (max_buffered_bytes); this connection's {}, the "
+                             "most of any, are refused",
                              describe_size(total), describe_size(max_buffered_),
-                             describe_size(c.in.size())));
-          c.in.clear();
-          continue;
+                             describe_size(largest.in.size())));
+          largest.in.clear();
+          if (&largest == &c) continue;
         }
         process(c);
       }

@@ -75,6 +75,8 @@ class ServerLoop {
   }
   // The bytes of unfinished requests over every connection.
   std::size_t buffered_bytes() const;
+  // The live connection with the most bytes of requests still arriving (`reading` on a tie).
+  Connection& largest_buffer(Connection& reading);
   // Whether c has more unsent replies than one frame: it is not reading them.
   bool backlogged(const Connection& c) const;
   void uncount(Connection& c);
