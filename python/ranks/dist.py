@@ -22,7 +22,7 @@ import os
 import threading
 
 import ranks
-from ranks import _core, _pieces
+from ranks import _core, _exit, _pieces
 from ranks._devices import cast_data_device, get_data_device  # noqa: F401  (MMEngine's names)
 from ranks.errors import Error, InvalidArgument
 
@@ -103,6 +103,7 @@ def init_dist(launcher, backend="nccl", init_backend="torch", **kwargs):
         os.environ["MASTER_PORT"] = str(kwargs["port"])  # as MMEngine's _init_dist_slurm
     _core.init_dist(launcher, backend, kwargs.get("init_method"),
                     _init_timeout(kwargs.get("timeout")))
+    _exit.install()
 
 
 def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1):
@@ -110,6 +111,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     Without ``timeout``, RANKS_TIMEOUT's seconds when it is set."""
     _core.init_process_group(backend or "", init_method, world_size, rank,
                              _init_timeout(timeout))
+    _exit.install()
 
 
 infer_launcher = _core.infer_launcher

@@ -5,10 +5,11 @@
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
-#include "ranks/sim.hpp"
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
+#include "ranks/real/fatal.hpp"
+#include "ranks/sim.hpp"
 
 namespace ranks::python {
 
@@ -68,6 +69,11 @@ void register_process_group(py::module_& m) {
                     init_options(backend, std::move(init_method), -1, -1, timeout));
         },
         py::arg("launcher"), py::arg("backend"), py::arg("init_method"), py::arg("timeout"));
+  // A Python rank's uncaught error, its traceback printed: leave as ranks::main does (the job's
+  // first failure published or named, exit 75 when it is what the rank saw of another's).
+  m.def("leave_after_error", [](const std::string& what, bool symptom) {
+    detail::leave_after(what, symptom);
+  });
   m.def("infer_launcher", &infer_launcher);
   m.def("destroy_process_group", &destroy_process_group);
   m.def("is_initialized", &is_initialized);

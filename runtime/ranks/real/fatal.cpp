@@ -9,11 +9,9 @@
 
 namespace ranks::detail {
 
-void exit_on(const std::exception& e) {
-  std::fflush(stdout);
-  std::fprintf(stderr, "ranks: error: %s\n", e.what());
-  bool symptom =
-      dynamic_cast<const RankFailure*>(&e) != nullptr || dynamic_cast<const Timeout*>(&e);
+namespace {
+
+[[noreturn]] void leave(const std::string& what, bool symptom) {
   if (symptom && !debug_detail()) {
     // A timeout or a lost peer is where a mismatched call (another root, count or dtype) shows
     // in a real run: comparing every call costs a round trip per collective, too much to be the
@@ -28,11 +26,22 @@ void exit_on(const std::exception& e) {
     std::fprintf(stderr, "ranks: the first failure was %s\n", first->c_str());
     symptom = true;
   } else if (!symptom) {
-    publish_failure(e.what());
+    publish_failure(what);
   }
   // The launcher sees the exit status, and peers see the closed connections.
   std::fflush(nullptr);
   std::_Exit(symptom ? peer_failed_exit_status : 1);
 }
+
+}  // namespace
+
+void exit_on(const std::exception& e) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "ranks: error: %s\n", e.what());
+  leave(e.what(), dynamic_cast<const RankFailure*>(&e) != nullptr ||
+                      dynamic_cast<const Timeout*>(&e) != nullptr);
+}
+
+void leave_after(const std::string& what, bool symptom) { leave(what, symptom); }
 
 }  // namespace ranks::detail

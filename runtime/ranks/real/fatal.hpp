@@ -4,6 +4,7 @@
 // interrupt), so that both read the same to a user and to the other ranks.
 
 #include <exception>
+#include <string>
 
 namespace ranks::detail {
 
@@ -14,6 +15,10 @@ namespace ranks::detail {
 // exit-time teardown: a backend's orderly shutdown (MPI_Finalize, closing a communicator) can
 // wait for peers that are themselves stuck waiting for this rank.
 [[noreturn]] void exit_on(const std::exception& e);
+
+// The same way out for an error already printed (a Python rank's traceback): `symptom` says
+// whether it is what a rank sees of another's failure (a RankFailure or Timeout).
+[[noreturn]] void leave_after(const std::string& what, bool symptom);
 
 // The exit status of a rank that stops because another failed (its RankFailure or Timeout, or
 // another's published failure): launchers blame a rank that failed for its own reason first.
