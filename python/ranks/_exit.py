@@ -45,8 +45,10 @@ def _hook(previous):
 
 
 def install():
-    """After a real process group is made: uncaught errors leave as ranks::main's do. Once per
-    process; a simulated run keeps Python's own hook (the simulator reports each rank)."""
+    """After ranks.dist makes a real process group: uncaught errors leave as ranks::main's do.
+    Once per process; a simulated run keeps Python's own hook (the simulator reports each rank),
+    and a torch program on the backend `ranks` keeps torch's (its store is torch's, and torchrun
+    reads its own error files)."""
     global _installed
     if _installed or _core.simulating():
         return

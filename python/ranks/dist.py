@@ -257,9 +257,21 @@ def new_group(ranks=None, timeout=None, backend=None):
     return group
 
 
+def _alone(group, op):
+    """MMEngine's early return: world size 1, or not distributed. A thread that is none of a
+    running simulation's ranks is no world of 1 (its process's rank would take part in the real
+    run): its call is refused here as its op would be."""
+    if get_world_size(group) > 1:
+        return False
+    _core.check_foreign_call(op)
+    return True
+
+
 def barrier(group=None):
     if is_distributed():
         _core.barrier(group)
+    else:
+        _core.check_foreign_call("barrier")
 
 
 # Tensor collectives -------------------------------------------------------------------------------
@@ -272,7 +284,7 @@ all_reduce = _core.all_reduce
 def all_gather(data, group=None):
     """Every member's ``data`` (same shape and dtype on all), in group-rank order."""
     size = get_world_size(group)
-    if size <= 1:
+    if size <= 1 and _alone(group, "all_gather"):
         return [data]
     outputs = _pieces.rows_like(data, size)
     _core.all_gather(outputs, data, group, False)
@@ -282,7 +294,7 @@ def all_gather(data, group=None):
 def gather(data, dst=0, group=None):
     """Every member's ``data`` on ``dst`` (a rank within group); [] elsewhere."""
     size = get_world_size(group)
-    if size <= 1:
+    if size <= 1 and _alone(group, "gather"):
         return [data]
     outputs = _pieces.rows_like(data, size) if get_rank(group) == dst else []
     _core.gather(outputs, data, dst, group, False)
@@ -291,20 +303,20 @@ def gather(data, dst=0, group=None):
 
 def broadcast(data, src=0, group=None, async_op=False):
     """``src``'s ``data`` (a rank within group) into every member's, in place."""
-    if get_world_size(group) <= 1:
+    if _alone(group, "broadcast"):
         return _nothing_to_do(async_op)
     return _core.broadcast(data, src, group, async_op)
 
 
 def reduce(data, dst=0, op="sum", group=None, async_op=False):
     op = _op_name(op)
-    if get_world_size(group) <= 1:
+    if _alone(group, "reduce"):
         return _nothing_to_do(async_op)
     return _core.reduce(data, dst, op, group, async_op)
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
-    if get_world_size(group) <= 1:
+    if _alone(group, "scatter"):
         if scatter_list:
             _copy_into(tensor, scatter_list[0])
         return _nothing_to_do(async_op)
@@ -313,14 +325,14 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 
 def reduce_scatter(output, input_list, op="sum", group=None, async_op=False):
     op = _op_name(op)
-    if get_world_size(group) <= 1:
+    if _alone(group, "reduce_scatter"):
         _copy_into(output, input_list[0])
         return _nothing_to_do(async_op)
     return _core.reduce_scatter(output, list(input_list), op, group, async_op)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
-    if get_world_size(group) <= 1:
+    if _alone(group, "all_to_all"):
         _copy_into(output_tensor_list[0], input_tensor_list[0])
         return _nothing_to_do(async_op)
     return _core.all_to_all(list(output_tensor_list), list(input_tensor_list), group, async_op)
@@ -401,7 +413,7 @@ def sync_random_seed(group=None):
 def broadcast_object_list(data, src=0, group=None):
     """``src``'s list of picklable objects into every member's list, in place."""
     assert isinstance(data, list)
-    if get_world_size(group) <= 1:
+    if _alone(group, "broadcast_object_list"):
         return
     mine = [_dumps(item, "broadcast_object_list") for item in data] if get_rank(group) == src else []
     received = _core.broadcast_object_list(mine, src, group)
@@ -411,14 +423,14 @@ def broadcast_object_list(data, src=0, group=None):
 
 def all_gather_object(data, group=None):
     """Every member's picklable ``data``, in group-rank order."""
-    if get_world_size(group) <= 1:
+    if _alone(group, "all_gather_object"):
         return [data]
     return _core.all_gather_object(data, group)
 
 
 def gather_object(data, dst=0, group=None):
     """Every member's picklable ``data`` on ``dst``; None elsewhere."""
-    if get_world_size(group) <= 1:
+    if _alone(group, "gather_object"):
         return [data]
     return _core.gather_object(data, dst, group)
 
@@ -428,7 +440,7 @@ def all_reduce_dict(data, op="sum", group=None):
     whose keys, shapes or dtypes differ get a Mismatch naming the difference."""
     assert isinstance(data, dict)
     op = _op_name(op)
-    if get_world_size(group) <= 1 or not data:
+    if _alone(group, "all_reduce_dict") or not data:
         return
     capsules = _core.all_reduce_dict(data, op, group)
     # Values are promoted to one dtype: bool only when all are, and bool comes back as its bytes.
@@ -444,7 +456,7 @@ def all_reduce_params(params, coalesce=True, bucket_size_mb=-1, op="sum", group=
     coalesce: one all_reduce per bucket of tensors of one type, dtype and device, flattened
     (buckets of at most ``bucket_size_mb`` MiB when that is positive), else one per tensor. World
     size 1: ``params`` is not even iterated, as in MMEngine."""
-    if get_world_size(group) <= 1:
+    if _alone(group, "all_reduce_params"):
         return
     op = _op_name(op)
     tensors = [p.data if hasattr(type(p), "new_empty") else p for p in params]

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as _torch_dist
 from torch._C._distributed_c10d import _create_work_from_future
 
-from ranks import _core, _exit
+from ranks import _core
 from ranks.errors import InvalidArgument, Unsupported
 
 NAME = "ranks"
@@ -332,7 +332,6 @@ def _create(backend_options, _pg_options=None):
             raise InvalidArgument(f"the {NAME} backend's first group must be the world, got ranks "
                                   f"{global_ranks}")
         _core.init_process_group(_backend_of_environment(), None, size, rank, seconds, store)
-        _exit.install()
         return ProcessGroup(None, rank, size)
     world = _core.get_world_size(None)
     if not global_ranks or global_ranks == list(range(world)) and size == world:

@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "ranks/sim.hpp"
 #include "ranks/collectives.hpp"
+#include "ranks/detail/foreign_call.hpp"
 #include "ranks/detail/gather_into.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/init.hpp"
 #include "ranks/reduce_op.hpp"
+#include "ranks/sim.hpp"
 
 namespace ranks::python {
 
@@ -103,6 +104,11 @@ void register_ops(py::module_& m) {
     });
   });
   m.def("op_name_of", &op_name_of);
+  // MMEngine's early return at world size 1 is no answer for a thread that is none of a running
+  // simulation's ranks (its world is not 1): refused there as its op would be.
+  m.def("check_foreign_call", [](const std::string& op) {
+    detail::check_foreign_call(op, python_call_site());
+  });
   // dist.all_reduce itself, the op a training loop calls most: no Python frame in between,
   // which the call-site lookup would materialise as a frame object on every call, only to skip
   // it. MMEngine's does nothing at world size 1 (or not distributed), op unchecked.
@@ -110,7 +116,10 @@ void register_ops(py::module_& m) {
       "all_reduce",
       [](py::handle data, py::handle op, py::handle group, bool async_op) {
         const Group g = group_of(group);
-        if (get_world_size(g) <= 1) return async_op ? py::cast(PendingOp{}) : py::none();
+        if (get_world_size(g) <= 1) {
+          detail::check_foreign_call("all_reduce", python_call_site());
+          return async_op ? py::cast(PendingOp{}) : py::none();
+        }
         const std::string name = op_name_of(op);
         Tensor t = tensor_of(data, "data");
         const where_t where = python_call_site();

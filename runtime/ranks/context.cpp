@@ -3,6 +3,7 @@
 #include <random>
 #include <utility>
 
+#include "ranks/detail/foreign_call.hpp"
 #include "ranks/detail/line_aligned.hpp"
 #include "ranks/group.hpp"
 
@@ -67,6 +68,10 @@ Context* const* set_context_slot(Context* const* slot) {
 }
 
 bool simulating_on_this_thread() { return simulated_slot != nullptr; }
+
+std::atomic<ForeignCallHook> foreign_call_hook{nullptr};
+
+bool on_simulated_rank() { return simulated_slot != nullptr && *simulated_slot != nullptr; }
 
 uint64_t Rng::next() {
   uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);

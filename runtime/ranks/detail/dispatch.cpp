@@ -5,6 +5,7 @@
 
 #include "ranks/capabilities.hpp"
 #include "ranks/detail/debug_check.hpp"
+#include "ranks/detail/foreign_call.hpp"
 #include "ranks/detail/rejected_op.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/group.hpp"
@@ -41,6 +42,7 @@ namespace {
 }  // namespace
 
 GroupImpl* resolve(const Group& group, OpKind op, const std::source_location& where) {
+  check_foreign_call(op_name(op), where);
   if (group.is_default()) {
     Context& context = current();
     return context.initialized ? context.world.get() : nullptr;

@@ -22,6 +22,7 @@
 #include "ranks/detail/failure_text.hpp"
 #include "ranks/sim/engine.hpp"
 #include "ranks/sim/interruption.hpp"
+#include "ranks/sim/outsiders.hpp"
 
 namespace ranks::sim::detail {
 
@@ -343,6 +344,11 @@ void report_stall_and_exit(Engine& engine, std::string_view now_at) {
   ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
   ::raise(sig);
   ::_exit(128 + sig);
+}
+
+void report_foreign_call_and_exit(Engine& engine, std::string_view message) {
+  write_last_words(&engine, nullptr, "error", message, "", "");
+  ::_exit(1);
 }
 
 bool crash_report_installed() { return installed; }

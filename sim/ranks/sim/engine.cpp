@@ -210,7 +210,7 @@ void Engine::run_threads(const std::function<void()>& body) {
 }
 
 Report Engine::run(const std::function<void()>& body) {
-  ForkWatch fork_watch;
+  OutsiderWatch outsiders(*this);
   const int world_size = options_.world_size;
   const int per_node = ranks_per_node_;
   GroupRegistry registry(*this);

@@ -21,7 +21,7 @@
 #include "ranks/sim.hpp"
 #include "ranks/sim/cost_model.hpp"
 #include "ranks/sim/faults.hpp"
-#include "ranks/sim/forked_child.hpp"
+#include "ranks/sim/outsiders.hpp"
 #include "ranks/sim/hazards.hpp"
 #include "ranks/sim/trace.hpp"
 #include "ranks/sim/work_pool.hpp"
