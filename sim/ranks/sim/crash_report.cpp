@@ -23,6 +23,7 @@
 #include "ranks/sim/engine.hpp"
 #include "ranks/sim/interruption.hpp"
 #include "ranks/sim/outsiders.hpp"
+#include "ranks/sim/stack.hpp"
 
 namespace ranks::sim::detail {
 
@@ -227,12 +228,39 @@ void write_last_words(Engine* engine, const SimRank* culprit, std::string_view o
   out.flush();
 }
 
-void on_fatal_signal(int sig) {
+void on_fatal_signal(int sig, siginfo_t* info, void*) {
   static char message[2048];
   Engine* engine = running_engine_for_crash();
   const SimRank* rank = engine != nullptr ? engine->running() : nullptr;
   size_t length = 0;
-  if (rank == nullptr) {
+  // A rank that ran off its fiber stack: it faults in its guard page, or has written on into the
+  // stack below, whose rank then crashes. Either way the report names the rank that overflowed.
+  const StackPool* stacks = engine != nullptr ? engine->stacks() : nullptr;
+  const long overflowed = stacks != nullptr && (sig == SIGSEGV || sig == SIGBUS)
+                              ? stacks->overflowed(info != nullptr ? info->si_addr : nullptr)
+                              : -1;
+  if (overflowed >= 0 && overflowed < engine->options().world_size) {
+    const SimRank& culprit = engine->rank(static_cast<int>(overflowed));
+    char last[1024];
+    char victim[96];
+    size_t victim_length = 0;
+    if (rank != nullptr && rank != &culprit) {
+      victim_length = fmt::format_to_n(victim, sizeof victim,
+                                       " while rank {}, whose stack it wrote over, ran", rank->rank)
+                          .size;
+    }
+    length = fmt::format_to_n(message, sizeof message,
+                              "rank {} overflowed its stack of {} KiB ({}), and the process died "
+                              "on signal {} (SIG{}){}: deep recursion or large local arrays; give "
+                              "each rank more with sim::Options::stack_bytes "
+                              "(ranks.sim.run(stack_bytes=...)), or run ranks on threads of their "
+                              "own (8 MiB stacks)",
+                              culprit.rank, stacks->size_bytes() / 1024,
+                              after_last_op_to(last, culprit), sig, sigabbrev_np(sig),
+                              std::string_view(victim, std::min(victim_length, sizeof victim)))
+                 .size;
+    rank = &culprit;
+  } else if (rank == nullptr) {
     length = fmt::format_to_n(message, sizeof message,
                               "the process died on signal {} (SIG{}) while no rank was running",
                               sig, sigabbrev_np(sig))
@@ -361,8 +389,8 @@ void install_crash_report(const char* path) {
   alternate.ss_size = sizeof alternate_stack;
   ::sigaltstack(&alternate, nullptr);
   struct sigaction action {};
-  action.sa_handler = on_fatal_signal;
-  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  action.sa_sigaction = on_fatal_signal;
+  action.sa_flags = SA_ONSTACK | SA_RESETHAND | SA_SIGINFO;
   sigemptyset(&action.sa_mask);
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::sigaction(sig, &action, nullptr);
 }

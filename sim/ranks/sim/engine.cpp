@@ -152,6 +152,7 @@ void Engine::run_fibers(const std::function<void()>& body) {
   StackPool stacks(static_cast<size_t>(world_size), options_.stack_bytes != 0
                                                         ? options_.stack_bytes
                                                         : default_stack_bytes(world_size));
+  stacks_ = &stacks;
   FiberEnd fiber_end;
   boost::fibers::use_scheduling_algorithm<Scheduler>(*this, options_.seed, world_size);
   arm_exit_guard(this);  // after Boost's scheduler exists: see ending.cpp
@@ -178,6 +179,16 @@ void Engine::run_fibers(const std::function<void()>& body) {
     }
     while (ranks_running > 0) main_fiber->suspend();
   }
+  // A rank that overflowed its stack without bringing the process down has written over the
+  // stack below its own: whatever the run ended with, that is its first failure.
+  if (const long slot = stacks.overflowed(nullptr); slot >= 0 && slot < world_size) {
+    SimRank& rank = *ranks_[static_cast<size_t>(slot)];
+    rank.state = RankState::Crashed;
+    rank.error_kind = "crash";
+    rank.error = stack_overflow_text(rank);
+    first_failure_ = Failure{now_, rank.rank, "crash", rank.error};
+  }
+  stacks_ = nullptr;
   // Each rank's fiber was freed as it ended (Scheduler::free_ended_next). Boost frees any other
   // ended fiber (one a program made inside a rank) when its dispatcher next runs: make it run
   // now, while the stacks are still mapped.
@@ -283,6 +294,15 @@ bool Engine::adopt_backend(const SimRank& asking, std::string_view backend,
                               located ? " at " + ranks::detail::where_str(where) : std::string(),
                               backend);
   return true;
+}
+
+std::string Engine::stack_overflow_text(const SimRank& rank) const {
+  const size_t kib = stacks_ != nullptr ? stacks_->size_bytes() / 1024 : 0;
+  return fmt::format(
+      "rank {} overflowed its stack of {} KiB ({}): deep recursion or large local arrays; give "
+      "each rank more with sim::Options::stack_bytes (ranks.sim.run(stack_bytes=...)), or run "
+      "ranks on threads of their own (8 MiB stacks)",
+      rank.rank, kib, after_last_op(rank));
 }
 
 std::string Engine::after_last_op(const SimRank& rank) const {

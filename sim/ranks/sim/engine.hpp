@@ -38,6 +38,7 @@ inline constexpr Nanos never = Nanos::max();
 class SimWork;
 class SimGroup;
 class Engine;
+class StackPool;
 
 // The run going on on this thread (null: none), for a rank's exit() and a fatal-signal handler
 // (ending.cpp, crash_report.cpp). Arming also makes the guard that turns exit() into a report.
@@ -204,6 +205,11 @@ class Engine final : public Clock {
   // program that kept its handle, reports nothing).
   bool running_here() const { return running_engine_for_crash() == this; }
 
+  // The ranks' fiber stacks while run_fibers runs (null on rank threads), for the crash report.
+  const StackPool* stacks() const { return stacks_; }
+  // What the report says of a rank that overflowed its fiber stack.
+  std::string stack_overflow_text(const SimRank& rank) const;
+
   // Called by the scheduler when no rank is ready.
   void on_idle();
   // The run is over: closes its groups and notes what it left unfinished (ending.cpp).
@@ -296,6 +302,7 @@ class Engine final : public Clock {
   SimRank* waking_ = nullptr;  // see take_waking()
   Scheduler* scheduler_ = nullptr;
   ThreadTurns* turns_ = nullptr;  // while run_threads runs
+  const StackPool* stacks_ = nullptr;  // while run_fibers runs: the ranks' stacks
   Context* running_context_ = nullptr;  // what ranks::current() returns while we simulate
   // Options::on_rank_switch, or null when empty: one test of a pointer per switch.
   const std::function<void(int)>* on_rank_switch_ = nullptr;

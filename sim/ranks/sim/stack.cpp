@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <array>
 #include <new>
 
@@ -45,11 +46,17 @@ constexpr size_t hot_pages = FiberEnd::enabled() ? 1 : 2;
 // the rank's function) on a 256-byte boundary, the Boost.Context record under it, and the
 // first frame.
 constexpr size_t top_bytes_written = 768;
+
+// The pages at the bottom of a stack that a rank within its stack never writes (at most a
+// sixteenth of it): a frame of a large local array writes sparsely, but some word at least every
+// few pages.
+constexpr size_t low_pages = 4;
 }  // namespace
 
 StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  stack_bytes_ = (stack_bytes + page - 1) / page * page;
+  size_bytes_ = (stack_bytes + page - 1) / page * page;
+  stack_bytes_ = size_bytes_;
   if (count_ > max_guarded_stacks) stack_bytes_ += slot_skew;
   mapped_bytes_ = stack_bytes_ * count_;
   void* base = mmap(nullptr, mapped_bytes_, PROT_READ | PROT_WRITE,
@@ -63,6 +70,7 @@ StackPool::StackPool(size_t count, size_t stack_bytes) : count_(count) {
   if (count_ <= max_guarded_stacks) {
     // A rank that overflows its stack faults here instead of corrupting its neighbour.
     for (size_t i = 0; i < count_; ++i) mprotect(base_ + i * stack_bytes_, page, PROT_NONE);
+    guard_bytes_ = page;
   }
   populate_tops(page);
 }
@@ -109,6 +117,40 @@ char* StackPool::top_of(size_t slot) const {
 void StackPool::prefetch_top(size_t ahead) const noexcept {
   if (!free_.empty() || next_ + ahead >= count_) return;
   prefetch_range(top_of(next_ + ahead) - top_bytes_written, top_bytes_written);
+}
+
+long StackPool::overflowed(const void* fault) const noexcept {
+  const auto* at = static_cast<const char*>(fault);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (guard_bytes_ > 0 && at >= base_ && at < base_ + mapped_bytes_) {
+    const auto slot = static_cast<size_t>(at - base_) / stack_bytes_;
+    if (static_cast<size_t>(at - base_) - slot * stack_bytes_ < guard_bytes_) {
+      return static_cast<long>(slot);
+    }
+  }
+  // Only pages a rank has touched are mapped (mincore says which, for the whole reservation in a
+  // few calls): a stack whose lowest pages were never touched did not overflow, and is not read.
+  const size_t pages_per_slot = stack_bytes_ / page;
+  // At most a sixteenth of the stack: a rank of a tiny stack may use all but its last pages.
+  const size_t low = std::min(low_pages, (pages_per_slot - guard_bytes_ / page) / 16);
+  static unsigned char resident[4096];  // static: this also runs in a signal handler
+  const size_t slots_per_call = std::max<size_t>(1, sizeof resident / pages_per_slot);
+  for (size_t first = 0; low > 0 && first < count_; first += slots_per_call) {
+    const size_t slots = std::min(slots_per_call, count_ - first);
+    if (::mincore(base_ + first * stack_bytes_, slots * stack_bytes_, resident) != 0) return -1;
+    for (size_t i = 0; i < slots; ++i) {
+      const size_t lowest = i * pages_per_slot + guard_bytes_ / page;
+      bool touched = false;
+      for (size_t p = lowest; p < lowest + low; ++p) touched = touched || (resident[p] & 1) != 0;
+      if (!touched) continue;
+      const auto* words = reinterpret_cast<const volatile uint64_t*>(
+          base_ + (first + i) * stack_bytes_ + guard_bytes_);
+      for (size_t w = 0; w < low * page / sizeof(uint64_t); ++w) {
+        if (words[w] != 0) return static_cast<long>(first + i);
+      }
+    }
+  }
+  return -1;
 }
 
 void StackPool::deallocate(boost::context::stack_context& sctx) noexcept {
