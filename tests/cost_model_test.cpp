@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "harness.hpp"
+#include "model_files.hpp"
 
 namespace ranks::testing {
 namespace {
@@ -252,14 +253,7 @@ TEST(CostModel, BadModelsAreClearErrors) {
 // world size that is not one, a backend that does not exist. Each is refused naming the file
 // and the place, where it used to load with a default or fail later inside the user's program.
 TEST(CostModel, ModelFileMistakesNameTheFileAndThePlace) {
-  auto refused = [](const char* json) -> std::string {
-    try {
-      sim::parse_cost_model(json, "mine.json");
-    } catch (const InvalidArgument& e) {
-      return e.what();
-    }
-    return "loaded";
-  };
+  auto refused = model_file_error;
   EXPECT_THAT(refused(R"({"links": {"intra": {"alpa_us": 3}}})"),
               ::testing::AllOf(::testing::HasSubstr("mine.json"),
                                ::testing::HasSubstr("unknown key \"alpa_us\"")));

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "harness.hpp"
+#include "model_files.hpp"
 #include "ranks/sim/cost_model.hpp"
 
 namespace ranks::testing {
@@ -237,14 +238,7 @@ TEST(NcclModel, MoreRanksPerNodeThanGpusIsRefused) {
 }
 
 TEST(NcclModel, ModelFileMistakesInTheSystemAreNamed) {
-  auto refused = [](const char* json) -> std::string {
-    try {
-      sim::parse_cost_model(json, "mine.json");
-    } catch (const InvalidArgument& e) {
-      return e.what();
-    }
-    return "loaded";
-  };
+  auto refused = model_file_error;
   EXPECT_THAT(refused(R"({"nccl": {"arch": "volta"}})"),
               ::testing::AllOf(::testing::HasSubstr("mine.json nccl"),
                                ::testing::HasSubstr("arch 'volta' is not one of hopper, ampere")));

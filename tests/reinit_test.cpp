@@ -80,7 +80,7 @@ TEST(Reinit, AFileRendezvousIsRefusedToAnotherJobsRank) {
       // The job: its store file holds its secret until its rendezvous gives up (rank 1 is not
       // of this job and never joins it).
       ::setenv("RANKS_STORE_TOKEN", "the-job", 1);
-      options.timeout = std::chrono::seconds(10);
+      options.timeout = std::chrono::seconds(6);
       EXPECT_THROW(init_process_group(options), Error);
       return;
     }

@@ -106,6 +106,12 @@ std::map<std::string, std::vector<uint8_t>>& servers_joined() {
 // Whether every rank of the job is on this host, by the launcher's word.
 bool one_node_job(const Membership& m) { return m.local_size && *m.local_size == m.world_size; }
 
+// A note on stderr once per process (`said`: the note's own flag), however many process groups
+// it makes.
+void note_once(bool& said, const std::string& text) {
+  if (!std::exchange(said, true)) std::fprintf(stderr, "ranks: note: %s\n", text.c_str());
+}
+
 // Where rank 0's store listens and every rank connects, and with what secret: a one-node job's
 // store on loopback, where no other host reaches it; otherwise on MASTER_ADDR's address only.
 struct StoreAccess {
@@ -148,15 +154,13 @@ StoreAccess store_access(const std::string& host, const Membership& m, bool from
   if (auto secret = launch::job_secret(launch::Env::process())) {
     access.token = *secret;
   } else if (m.rank == 0) {
-    static bool said = false;  // once per process, however many process groups it makes
-    if (!std::exchange(said, true)) {
-      std::fprintf(stderr,
-                   "ranks: note: the rendezvous store at %s:%d has no secret: anyone who can "
-                   "reach it can read and write the job's keys. `ranks run` gives its ranks one; "
-                   "under other launchers set %s or %s (a file only you can read)\n",
-                   access.listen_host.c_str(), m.master_port, launch::kStoreTokenVariable,
-                   launch::kStoreTokenFileVariable);
-    }
+    static bool said = false;
+    note_once(said, fmt::format("the rendezvous store at {}:{} has no secret: anyone who can "
+                                "reach it can read and write the job's keys. `ranks run` gives "
+                                "its ranks one; under other launchers set {} or {} (a file only "
+                                "you can read)",
+                                access.listen_host, m.master_port, launch::kStoreTokenVariable,
+                                launch::kStoreTokenFileVariable));
   }
   return access;
 }
@@ -244,14 +248,12 @@ std::shared_ptr<Store> join_agent_store(const Membership& m, std::chrono::millis
   static const std::string world_size_key = "world_size";
   const std::string size = std::to_string(m.world_size);
   if (m.rank == 0) {
-    static bool said = false;  // once per process, however many process groups it makes
-    if (!std::exchange(said, true)) {
-      std::fprintf(stderr,
-                   "ranks: note: the rendezvous store is torchrun's agent store at %s:%d (torch's "
-                   "TCPStore), which checks no secret: anyone who can reach that port can read "
-                   "and write the job's keys. `ranks run` starts a store that does\n",
-                   m.master_addr.c_str(), m.master_port);
-    }
+    static bool said = false;
+    note_once(said, fmt::format("the rendezvous store is torchrun's agent store at {}:{} "
+                                "(torch's TCPStore), which checks no secret: anyone who can reach "
+                                "that port can read and write the job's keys. `ranks run` starts "
+                                "a store that does",
+                                m.master_addr, m.master_port));
     store->set(world_size_key, std::vector<uint8_t>(size.begin(), size.end()));
     return store;
   }
