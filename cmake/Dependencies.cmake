@@ -7,6 +7,9 @@ find_package(cereal CONFIG REQUIRED)
 find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h REQUIRED)
 # xxHash, header-only (XXH_INLINE_ALL): nothing to link, nothing for an installed ranks to need.
 find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+# OpenSSL's libcrypto (libssl-dev): the launchers of a multi-node job prove the job's secret to
+# each other with HMAC-SHA256 (tools/ranks/node_handshake.hpp). The `ranks` command alone links it.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)

@@ -3,9 +3,9 @@
 
   check_run_message.py RANKS_CLI PROGRAM BACKEND RANKS STATUS TEXT...
 
-Runs `ranks run -n RANKS --backend BACKEND -- PROGRAM` (RANKS_TIMEOUT=60, so a hang ends in a
-timeout, and ctest's own limit catches worse) and checks its exit status and that every TEXT is
-in its output.
+Runs `ranks run -n RANKS --backend BACKEND -- PROGRAM` (RANKS_TIMEOUT=60 unless set, so a
+hang ends in a timeout, and ctest's own limit catches worse) and checks its exit status and that
+every TEXT is in its output.
 """
 import os
 import subprocess
@@ -15,7 +15,7 @@ import sys
 def main():
     ranks_cli, program, backend, ranks, status = sys.argv[1:6]
     texts = sys.argv[6:]
-    env = dict(os.environ, RANKS_TIMEOUT="60")
+    env = {"RANKS_TIMEOUT": "60", **os.environ}  # a test may give a shorter one
     done = subprocess.run([ranks_cli, "run", "-n", ranks, "--backend", backend, "--", program],
                           capture_output=True, text=True, env=env, timeout=100)
     output = done.stdout + done.stderr

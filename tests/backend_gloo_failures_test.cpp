@@ -140,6 +140,22 @@ TEST_F(GlooBackend, MissingRankIsNamed) {
   }));
 }
 
+// A value under one of gloo's rendezvous keys that no rank of the job wrote (a stranger's write to
+// a store without a secret) is named as not the job's, where gloo would decode it as an address
+// and fail with a message that does not say so ("address family mismatch").
+TEST_F(GlooBackend, RendezvousDataTheJobDidNotWriteIsNamedSo) {
+  expect_all_ok(fork_ranks(1, [&](int) {
+    auto store = std::make_shared<HashStore>();
+    // A stranger posing as rank 1 of 2: it says it joined, and writes an address of its making.
+    store->set("gloo/world/joined/1", {1});
+    const std::string address = "AF_INET6 [::1]:1 from someone else";
+    store->set("gloo/world/1", std::vector<uint8_t>(address.begin(), address.end()));
+    std::string message = expect_error<RendezvousError>(
+        [&] { backends::create_world("gloo", setup_for(0, 2, store, 5s)); }, "rendezvous");
+    check(has(message, "the rendezvous data under key '1' was not the job's"), message);
+  }));
+}
+
 // A group of two exchanges over two connections, one per direction (Communicator::reverse_lane):
 // a peer that dies mid-exchange fails the survivor on whichever connection it was using, and
 // closes both, so the next op fails at once.

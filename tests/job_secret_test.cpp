@@ -85,5 +85,40 @@ TEST(JobSecret, FreshSecretsAre64HexDigitsAndDiffer) {
   EXPECT_NE(a, b);
 }
 
+TEST_F(SecretFile, NodeZeroWritesAFreshSecretOnlyItsOwnerReadsAndTheOthersReadTheSame) {
+  const std::string path = (dir_ / "job.token").string();
+  const std::string made = launch::make_job_secret_file(path);
+  struct stat info {};
+  ASSERT_EQ(::stat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(made.size(), 64u);
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, made);
+  EXPECT_EQ(launch::await_job_secret_file(path, std::chrono::milliseconds(0)), made);
+  // Nothing but the file itself is left in the directory (the draft it was written under).
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+TEST_F(SecretFile, AFileThatExistsIsTheJobsAsItIsAndStillChecked) {
+  const std::string path = write("given", "the-users-secret\n", 0600);
+  EXPECT_EQ(launch::make_job_secret_file(path), "the-users-secret");
+  const std::string open = write("open", "x", 0644);
+  EXPECT_THROW(launch::make_job_secret_file(open), RendezvousError);
+}
+
+TEST_F(SecretFile, ANodeThatNeverSeesTheFileGivesUpAtItsDeadlineNamingIt) {
+  const std::string path = (dir_ / "never").string();
+  try {
+    launch::await_job_secret_file(path, std::chrono::milliseconds(200));
+    FAIL() << "no error";
+  } catch (const RendezvousError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": the file did not appear within 0 s"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ranks::testing

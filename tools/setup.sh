@@ -10,6 +10,8 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libcereal-dev libdlpack-dev
   # xxHash: the simulator hashes an op's buffers to see them written while it is in flight
   libxxhash-dev
+  # OpenSSL's libcrypto: the launchers of a multi-node job prove the job's secret with HMAC-SHA256
+  libssl-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   # the Python side: Debian's interpreter, its headers and venv; torch and the rest come from PyPI
   python3-dev python3-venv pybind11-dev

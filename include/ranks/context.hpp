@@ -89,6 +89,7 @@ class Context {
   std::map<std::string, int> group_names;
   detail::Rng rng;
   std::shared_ptr<Store> store;  // real runs: the rendezvous store the world was made with
+  std::string store_host;        // who serves it, as messages name it ("rank 0"); "" unknown
   // The outermost object collective in progress: the call the program made
   // ("broadcast_object_list", its group and call site), whose name the ops it runs through take
   // in messages and reports.

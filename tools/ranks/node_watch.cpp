@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "node_handshake.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/store/tcp_store.hpp"
 
@@ -30,6 +31,9 @@ using namespace std::chrono_literals;
 constexpr auto kPingInterval = 1s;
 constexpr auto kHelloTimeout = 5s;
 constexpr size_t kMaxLine = 256;  // every line of the protocol is short; a longer one is a stranger
+// Connections that have not yet proved the secret; past this many, the oldest is dropped, so a
+// stranger who opens many cannot hold the launcher's descriptors.
+constexpr size_t kMaxPending = 16;
 
 std::string key_of(int node) { return fmt::format("ranks/launcher/node/{}", node); }
 
@@ -61,13 +65,18 @@ std::optional<sockaddr_in> local_address_towards(const std::string& host, int po
   return local;
 }
 
-// Constant-time comparison: how much of a secret a stranger guessed right must not show.
-bool same_secret(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+// One line from fd within `limit` (the connecting side of the handshake, which waits for its
+// peer's answers); nullopt when none came, or a longer one.
+std::optional<std::string> read_line(int fd, std::chrono::seconds limit) {
+  timeval within{static_cast<time_t>(limit.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &within, sizeof within);
+  std::string line;
+  char c = 0;
+  while (line.size() < kMaxLine && ::recv(fd, &c, 1, 0) == 1) {
+    if (c == '\n') return line;
+    line += c;
   }
-  return diff == 0;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -80,6 +89,13 @@ struct NodeWatch::State {
     Clock::time_point last_heard;
     bool said_goodbye = false;
   };
+  // A connection to the listener that has been sent a challenge and not yet answered it.
+  struct Pending {
+    int fd = -1;
+    std::string challenge;
+    std::string partial;
+    Clock::time_point deadline;
+  };
 
   NodeWatchSetup setup;
   std::atomic<bool> stopping{false};
@@ -87,6 +103,7 @@ struct NodeWatch::State {
   int listener = -1;
   mutable std::mutex mutex;  // peers' last_heard, vanished
   std::vector<Peer> peers;
+  std::vector<Pending> pending;  // the watch thread's own
   std::optional<int> vanished;
   std::thread thread;
 
@@ -146,24 +163,80 @@ struct NodeWatch::State {
     }
   }
 
-  // A launcher after this one says who it is: "hello <node> <secret>".
+  // A launcher after this one connects: it is sent a challenge, and becomes a peer once it has
+  // answered (node_handshake.hpp).
   void accept_peer() {
-    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
-    timeval limit{static_cast<time_t>(kHelloTimeout.count()), 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-    std::string line;
-    char c = 0;
-    while (line.size() < kMaxLine && ::recv(fd, &c, 1, 0) == 1 && c != '\n') line += c;
-    int node = -1;
-    char secret[kMaxLine] = {};
-    const bool parsed = std::sscanf(line.c_str(), "hello %d %255s", &node, secret) >= 1;
-    if (!parsed || node <= setup.node_rank || node >= setup.nnodes ||
-        !same_secret(secret, setup.token)) {
+    Pending connection{fd, handshake::new_challenge(), {}, Clock::now() + kHelloTimeout};
+    if (!send_line(fd, handshake::challenge_line(connection.challenge))) {
       ::close(fd);
       return;
     }
-    add_peer(node, fd);
+    if (pending.size() == kMaxPending) {
+      ::close(pending.front().fd);
+      pending.erase(pending.begin());
+    }
+    pending.push_back(std::move(connection));
+  }
+
+  // Reads what a connection being checked sent; true when it is settled (a peer now, or closed).
+  bool read_pending(Pending& connection) {
+    char buffer[kMaxLine];
+    const ssize_t n = ::recv(connection.fd, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return false;
+    if (n > 0) connection.partial.append(buffer, static_cast<size_t>(n));
+    const size_t end = connection.partial.find('\n');
+    if (end == std::string::npos && n > 0 && connection.partial.size() <= kMaxLine) return false;
+    const auto hello = end == std::string::npos
+                           ? std::nullopt
+                           : handshake::parse_hello(connection.partial.substr(0, end));
+    const bool proved =
+        hello && hello->node > setup.node_rank && hello->node < setup.nnodes &&
+        handshake::proves(hello->proof, handshake::proof(setup.token, handshake::Role::kConnector,
+                                                         hello->node, connection.challenge)) &&
+        send_line(connection.fd,
+                  handshake::welcome_line(handshake::proof(setup.token, handshake::Role::kListener,
+                                                           hello->node, hello->challenge)));
+    if (!proved) {
+      ::close(connection.fd);
+      return true;
+    }
+    const int flags = ::fcntl(connection.fd, F_GETFL);
+    ::fcntl(connection.fd, F_SETFL, flags & ~O_NONBLOCK);
+    add_peer(hello->node, connection.fd);
+    return true;
+  }
+
+  // Connects to the launcher of an earlier node at address and proves this one's secret to it,
+  // and it to this one; the connection, or -1.
+  int reach(int node, const std::string& address) {
+    const int fd = connect_to(address);
+    if (fd < 0) return -1;
+    const auto challenge = read_line(fd, kHelloTimeout);
+    const auto theirs = challenge ? handshake::parse_challenge(*challenge) : std::nullopt;
+    handshake::Hello hello{setup.node_rank, handshake::new_challenge(), {}};
+    if (theirs) {
+      hello.proof =
+          handshake::proof(setup.token, handshake::Role::kConnector, setup.node_rank, *theirs);
+    }
+    const auto welcome = theirs && send_line(fd, handshake::hello_line(hello))
+                             ? read_line(fd, kHelloTimeout)
+                             : std::nullopt;
+    const auto proof = welcome ? handshake::parse_welcome(*welcome) : std::nullopt;
+    if (!proof ||
+        !handshake::proves(*proof, handshake::proof(setup.token, handshake::Role::kListener,
+                                                    setup.node_rank, hello.challenge))) {
+      std::fprintf(stderr,
+                   "ranks run: node %d's launcher at %s did not prove the job's secret; not "
+                   "watching it\n",
+                   node, address.c_str());
+      ::close(fd);
+      return -1;
+    }
+    timeval forever{0, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
+    return fd;
   }
 
   // Reads what a peer sent; false when its connection closed.
@@ -203,10 +276,8 @@ struct NodeWatch::State {
           } catch (const Timeout&) {
           }
         }
-        const int fd = connect_to(std::string(address.begin(), address.end()));
-        if (fd < 0) continue;
-        send_line(fd, fmt::format("hello {} {}", setup.node_rank, setup.token));
-        add_peer(node, fd);
+        const int fd = reach(node, std::string(address.begin(), address.end()));
+        if (fd >= 0) add_peer(node, fd);
       }
     } catch (const Error&) {
       // the store went away (rank 0 ended): watch whom this launcher reached
@@ -216,11 +287,24 @@ struct NodeWatch::State {
     while (!stopping) {
       std::vector<pollfd> fds = {{wake[0], POLLIN, 0}, {listener, POLLIN, 0}};
       for (const Peer& p : peers) fds.push_back({p.fd, POLLIN, 0});
+      const size_t polled_peers = peers.size();
+      for (const Pending& c : pending) fds.push_back({c.fd, POLLIN, 0});
+      auto until = next_ping;
+      for (const Pending& c : pending) until = std::min(until, c.deadline);
       const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::max(Clock::duration::zero(), next_ping - Clock::now()));
+          std::max(Clock::duration::zero(), until - Clock::now()));
       ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
+      // Connections being checked, from the last (erasing one shifts none before it).
+      for (size_t i = pending.size(); i-- > 0;) {
+        bool settled = fds[2 + polled_peers + i].revents != 0 && read_pending(pending[i]);
+        if (!settled && Clock::now() >= pending[i].deadline) {
+          ::close(pending[i].fd);
+          settled = true;
+        }
+        if (settled) pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+      }
       if (fds[1].revents != 0) accept_peer();
-      for (size_t i = 0; i < peers.size() && i + 2 < fds.size(); ++i) {
+      for (size_t i = 0; i < polled_peers; ++i) {
         if (fds[i + 2].revents == 0 || read_peer(peers[i])) continue;
         std::lock_guard lock(mutex);
         if (!peers[i].said_goodbye && !vanished) vanished = peers[i].node;
@@ -237,6 +321,7 @@ struct NodeWatch::State {
       send_line(p.fd, "bye");
       ::close(p.fd);
     }
+    for (Pending& c : pending) ::close(c.fd);
   }
 };
 

@@ -37,6 +37,7 @@
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
 #include "ranks/launch/job_secret.hpp"
+#include "ranks/errors.hpp"
 
 namespace ranks::cli {
 
@@ -52,6 +53,7 @@ struct RunArgs {
   double grace_seconds = 5;
   std::string bind_to = "none";  // none | core
   bool raw_output = false;       // no "[rank k] " in front of each line
+  bool open_store = false;       // several nodes without a secret, by the user's explicit choice
   std::vector<std::string> program;
 };
 
@@ -70,6 +72,7 @@ struct Child {
   std::deque<std::string> tail;  // last lines of both streams, for the failure report
   bool exited = false;
   bool stopped = false;  // still running when the launcher began stopping the ranks
+  bool frozen = false;   // and stopped by a signal then (SIGSTOP, a debugger): it did not run
   int status = 0;
   std::map<int, std::deque<std::string>> rank_tails;  // mpirun: each rank's last lines
 };
@@ -114,6 +117,26 @@ int blame_weight(int status) {
 // rank alone.
 void signal_rank(const Child& child, int sig) {
   if (kill(-child.pid, sig) != 0) kill(child.pid, sig);
+}
+
+// Whether the process is stopped by a signal (state T) or at a debugger's (t): frozen.
+bool is_frozen(pid_t pid) {
+  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
+  if (stat == nullptr) return false;
+  char line[1024] = {};
+  const bool read = std::fgets(line, sizeof line, stat) != nullptr;
+  std::fclose(stat);
+  const char* after_name = read ? std::strrchr(line, ')') : nullptr;  // the name may hold ')'
+  return after_name != nullptr && (after_name[2] == 'T' || after_name[2] == 't');
+}
+
+// The launcher stops a rank that is still running: SIGTERM, and a frozen one is let run again
+// to act on it (else only the SIGKILL after the grace period would end it).
+void stop_rank(Child& child) {
+  child.stopped = true;
+  child.frozen = is_frozen(child.pid);
+  signal_rank(child, SIGTERM);
+  if (child.frozen) signal_rank(child, SIGCONT);
 }
 
 // cpu: the CPU to bind the process to, or -1 to leave it unbound.
@@ -298,6 +321,16 @@ int report_mpirun_failure(const Child& mpirun) {
   return status;
 }
 
+// Whether the variable is set to something.
+bool has_value(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && *value != '\0';
+}
+
+// How long another node's launcher waits for node 0's to write the job's secret file: how far
+// apart the launchers of one job may start.
+constexpr auto kSecretFileWait = std::chrono::minutes(5);
+
 int run(const RunArgs& args) {
   // No --backend: the program's own choice, which `ranks run` starts as torchrun would.
   const bool through_mpirun =
@@ -305,11 +338,29 @@ int run(const RunArgs& args) {
   const int port = args.master_port != 0 || through_mpirun ? args.master_port
                                                            : launch::free_rendezvous_port();
   // A fresh secret for this job's rendezvous store, which its ranks inherit, unless the caller
-  // gave one. Several nodes' launchers cannot agree on a fresh one: they share the caller's
-  // (RANKS_STORE_TOKEN or RANKS_STORE_TOKEN_FILE on every node), or the store has none.
-  if (args.nnodes == 1 && std::getenv(launch::kStoreTokenVariable) == nullptr &&
-      std::getenv(launch::kStoreTokenFileVariable) == nullptr) {
+  // gave one. Several nodes share the caller's RANKS_STORE_TOKEN, or the file that
+  // RANKS_STORE_TOKEN_FILE names on a path every node sees, which node 0 writes when it does not
+  // exist (launch/job_secret.hpp); without either, only --open-store starts them (checked above).
+  const bool secret_given = has_value(launch::kStoreTokenVariable);
+  if (args.nnodes == 1 && !secret_given && !has_value(launch::kStoreTokenFileVariable)) {
     setenv(launch::kStoreTokenVariable, launch::new_job_secret().c_str(), 1);
+  } else if (args.nnodes > 1 && !secret_given && has_value(launch::kStoreTokenFileVariable)) {
+    const std::string path = std::getenv(launch::kStoreTokenFileVariable);
+    try {
+      if (args.node_rank == 0) {
+        launch::make_job_secret_file(path);
+      } else {
+        launch::await_job_secret_file(path, kSecretFileWait);
+      }
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ranks run: %s\n", e.what());
+      return 2;
+    }
+  } else if (args.nnodes > 1 && args.open_store) {
+    std::fprintf(stderr,
+                 "ranks run: node %d: --open-store: the job's store at %s:%d has no secret; "
+                 "anyone who reaches it can read and write the job's keys\n",
+                 args.node_rank, args.master_addr.c_str(), port);
   }
   // Made before any rank, so that it holds none of their pipes.
   JobGuard guard;
@@ -404,10 +455,7 @@ int run(const RunArgs& args) {
       // Another node's launcher is gone, its ranks with it: this node's ranks would wait for
       // them until their timeout.
       for (Child& c : children) {
-        if (!c.exited) {
-          c.stopped = true;
-          signal_rank(c, SIGTERM);
-        }
+        if (!c.exited) stop_rank(c);
       }
       terminated = true;
       kill_at = now + std::chrono::milliseconds(static_cast<int>(args.grace_seconds * 1000));
@@ -415,10 +463,7 @@ int run(const RunArgs& args) {
     if (first_failure != nullptr && !terminated &&
         std::chrono::steady_clock::now() - failed_at >= window()) {
       for (Child& c : children) {
-        if (!c.exited) {
-          c.stopped = true;
-          signal_rank(c, SIGTERM);
-        }
+        if (!c.exited) stop_rank(c);
       }
       terminated = true;
       kill_at = std::chrono::steady_clock::now() +
@@ -479,9 +524,16 @@ int run(const RunArgs& args) {
           "(stopped) or cut off, and its ranks with it\n",
           watch->describe(node), kSilentNode.count() / 1000);
     }
-    // Every rank that ended did so because of another: the ones still running are the suspects.
+    // Every rank that ended did so because of another: the ones still running are the suspects,
+    // and a frozen one first of all.
     std::vector<int> symptoms, running, early;
     for (const Child& c : children) {
+      if (c.frozen) {
+        report += fmt::format(
+            "ranks run: rank {} (pid {}) was frozen (stopped by SIGSTOP, SIGTSTP or a debugger) "
+            "when the others stopped waiting: the likely cause\n",
+            c.rank, c.pid);
+      }
       if (c.stopped) running.push_back(c.rank);
       if (blame_weight(c.status) == 1) symptoms.push_back(c.rank);
       if (c.exited && !c.stopped && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) {
@@ -541,6 +593,9 @@ Command add_run_command(CLI::App& app) {
                   "core: each process on one CPU, local ranks taking the allowed CPUs in turn "
                   "(as mpirun --bind-to core); none (default): unbound")
       ->check(CLI::IsMember({"none", "core"}));
+  cmd->add_flag("--open-store", args->open_store,
+                "with --nnodes > 1 and no RANKS_STORE_TOKEN or RANKS_STORE_TOKEN_FILE: start the "
+                "job with a rendezvous store anyone who reaches it may read and write");
   cmd->add_flag("--raw-output", args->raw_output,
                 "forward the processes' lines as they are, without \"[rank k] \" in front");
   cmd->add_option("program", args->program, "the program and its arguments (after --)")->required();
@@ -561,6 +616,18 @@ Command add_run_command(CLI::App& app) {
     }
     if (args->nnodes > 1 && args->master_port == 0) {
       std::fprintf(stderr, "ranks run: with --nnodes > 1, give --master-addr and --master-port\n");
+      return 2;
+    }
+    if (args->nnodes > 1 && !args->open_store && !has_value(launch::kStoreTokenVariable) &&
+        !has_value(launch::kStoreTokenFileVariable)) {
+      std::fprintf(
+          stderr,
+          "ranks run: --nnodes %d would start the job's rendezvous store open to anyone who "
+          "reaches %s:%d. Give the launchers a secret: set %s to a path every node sees (node "
+          "0's launcher writes a fresh secret there, mode 0600; the others read it), or %s to "
+          "the same secret on every node; or pass --open-store to start without one\n",
+          args->nnodes, args->master_addr.c_str(), args->master_port,
+          launch::kStoreTokenFileVariable, launch::kStoreTokenVariable);
       return 2;
     }
     return run(*args);

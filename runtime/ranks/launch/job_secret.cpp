@@ -8,7 +8,9 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "ranks/errors.hpp"
 #include "ranks/store/fd.hpp"
@@ -84,6 +86,51 @@ std::string new_job_secret() {
   hex.reserve(2 * random.size());
   for (unsigned char byte : random) hex += fmt::format("{:02x}", byte);
   return hex;
+}
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+}  // namespace
+
+std::string make_job_secret_file(const std::string& path) {
+  if (!exists(path)) {
+    // Written whole under a name of its own, then linked in: a reader sees all of it or nothing,
+    // and a file someone else linked in first is never overwritten.
+    std::string draft = path + ".XXXXXX";
+    store::Fd fd(::mkstemp(draft.data()));  // mode 0600
+    if (!fd) bad_file(path, fmt::format("cannot create it: {}", std::strerror(errno)));
+    const std::string text = new_job_secret() + "\n";
+    const bool written =
+        ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+        ::fsync(fd.get()) == 0;
+    const int error = errno;
+    const bool linked = written && (::link(draft.c_str(), path.c_str()) == 0 || errno == EEXIST);
+    const int link_error = errno;
+    ::unlink(draft.c_str());
+    if (!written) bad_file(path, fmt::format("cannot write it: {}", std::strerror(error)));
+    if (!linked) bad_file(path, fmt::format("cannot create it: {}", std::strerror(link_error)));
+  }
+  return read_secret_file(path);
+}
+
+std::string await_job_secret_file(const std::string& path, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!exists(path)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw RendezvousError(fmt::format(
+          "{}={}: the file did not appear within {} s; node 0's launcher writes the job's "
+          "secret there, so the path must name the same file on every node (a shared directory)",
+          kStoreTokenFileVariable, path,
+          std::chrono::duration_cast<std::chrono::seconds>(within).count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a file has no wait to poll
+  }
+  return read_secret_file(path);
 }
 
 }  // namespace ranks::launch

@@ -28,6 +28,8 @@
 #include "ranks/init.hpp"
 #include "ranks/sim.hpp"
 #include "ranks/launch/job_secret.hpp"
+#include "ranks/real/frozen_peers.hpp"
+#include "ranks/launch/listen_address.hpp"
 #include "ranks/launch/launcher.hpp"
 #include "ranks/store/stores.hpp"
 #include "ranks/store/torch_store_client.hpp"
@@ -120,45 +122,25 @@ struct StoreAccess {
   std::string token;
 };
 
-// Whether every address host resolves to here is a loopback one (127.0.1.1, the address
-// Debian's /etc/hosts gives the host's own name, among them).
-bool resolves_to_loopback_only(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return false;
-  bool loopback_only = true;
-  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-      loopback_only = loopback_only && (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
-    } else if (a->ai_family == AF_INET6) {
-      const auto* v6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
-      loopback_only = loopback_only && IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
-    }
-  }
-  ::freeaddrinfo(found);
-  return loopback_only;
-}
-
 StoreAccess store_access(const std::string& host, const Membership& m, bool from_launcher) {
   StoreAccess access{host, host, {}};
   if (from_launcher && one_node_job(m)) {
     access.connect_host = access.listen_host = "127.0.0.1";
-  } else if (m.local_size && *m.local_size < m.world_size && resolves_to_loopback_only(host)) {
-    // Other nodes reach this host under its name through their own resolver; here the name
-    // means loopback (as /etc/hosts often has it), where they could not connect: every
-    // interface, as before a listen address was chosen.
-    access.listen_host.clear();
+  } else if (m.local_size && *m.local_size < m.world_size) {
+    // Other nodes reach this host under its name through their own resolver; where the name
+    // means loopback here (as /etc/hosts often has it), this node's ranks use the address the
+    // server listens on, which the other nodes reach.
+    access.connect_host = access.listen_host = launch::listen_address_for(host);
   }
   if (auto secret = launch::job_secret(launch::Env::process())) {
     access.token = *secret;
   } else if (m.rank == 0) {
     static bool said = false;
     note_once(said, fmt::format("the rendezvous store at {}:{} has no secret: anyone who can "
-                                "reach it can read and write the job's keys. `ranks run` gives "
-                                "its ranks one; under other launchers set {} or {} (a file only "
-                                "you can read)",
+                                "reach it can read and write the job's keys. Set {} or {} (a "
+                                "file only you can read) for every rank; `ranks run` gives a "
+                                "one-node job's ranks a fresh one, and starts several nodes "
+                                "without one only when told --open-store",
                                 access.listen_host, m.master_port, launch::kStoreTokenVariable,
                                 launch::kStoreTokenFileVariable));
   }
@@ -361,6 +343,7 @@ void init_process_group(const InitOptions& options) {
   if (rules.rendezvous_through_store || options.store) {
     setup.store = make_store(options, m);
     if (!m.local_rank || !m.local_size) exchange_hosts(m, *setup.store);
+    detail::publish_process(*setup.store, m.rank);
   }
   setup.local_rank = m.local_rank.value_or(m.rank);
   auto world_backend = backends::create_world(backend, setup);
@@ -381,6 +364,10 @@ void init_process_group(const InitOptions& options) {
   context.local_size = m.local_size.value_or(m.world_size);
   context.backend_name = backend;
   context.timeout = options.timeout;
+  context.store_host = options.store                             ? ""
+                       : !m.agent_store_prefix.empty()             ? "torchrun's agent"
+                       : options.init_method.starts_with("file://") ? ""
+                                                                   : "rank 0";
   context.store = std::move(setup.store);
   context.world = std::move(world);
 }

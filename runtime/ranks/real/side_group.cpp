@@ -17,6 +17,7 @@
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/launch/job_secret.hpp"
+#include "ranks/launch/listen_address.hpp"
 #include "ranks/real/group_setup.hpp"
 #include "ranks/store/tcp_store.hpp"
 #include "ranks/tensor.hpp"
@@ -43,9 +44,10 @@ std::shared_ptr<Store> job_store(Context& context, const GroupSpec& spec) {
   std::string secret;
   if (context.rank == 0) {
     TCPStoreOptions options;
-    // One node: loopback, where no other host reaches it; else every interface, behind the secret.
-    options.listen_host = one_node ? "127.0.0.1" : "";
-    options.host = one_node ? "127.0.0.1" : host_name();
+    // One node: loopback, where no other host reaches it; else the address the other nodes reach
+    // this host by (launch/listen_address.hpp), behind the secret.
+    options.host = options.listen_host =
+        one_node ? "127.0.0.1" : launch::listen_address_for(host_name());
     options.port = 0;
     options.is_server = true;
     options.world_size = context.world_size;
@@ -57,6 +59,7 @@ std::shared_ptr<Store> job_store(Context& context, const GroupSpec& spec) {
     context.store = std::move(server);
   }
   broadcast(address, 0);
+  context.store_host = "rank 0";
   if (context.rank != 0) {
     const auto* bytes = static_cast<const char*>(address.data_ptr());
     const std::string text(bytes, strnlen(bytes, kAddressBytes));

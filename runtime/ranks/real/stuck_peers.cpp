@@ -12,7 +12,11 @@
 #include "ranks/collectives.hpp"
 #include "ranks/context.hpp"
 #include "ranks/detail/check.hpp"
+#include "ranks/errors.hpp"
+#include "ranks/real/first_failure.hpp"
+#include "ranks/real/frozen_peers.hpp"
 #include "ranks/store.hpp"
+#include "ranks/store/deadline.hpp"
 #include "ranks/store/tcp_store.hpp"
 
 namespace ranks::detail {
@@ -20,6 +24,9 @@ namespace ranks::detail {
 namespace {
 
 std::string key_of(int global_rank) { return fmt::format("ranks/stuck/{}", global_rank); }
+
+// How long after the window a live store has to answer the calls that follow it.
+constexpr std::chrono::milliseconds kStoreAnswerMargin{500};
 
 // What a record says: the op a rank is stuck in, by group and sequence number (to tell "this
 // op too" from another), and how to name it.
@@ -128,7 +135,11 @@ std::chrono::milliseconds stuck_window(std::chrono::milliseconds op_timeout) {
 std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
                         std::chrono::milliseconds window) {
   const std::shared_ptr<Store> store = current().store;
-  if (!store || group.rank < 0) return {};
+  if (!store || group.rank < 0 || store_silent()) return {};
+  // Every store call below ends by then: a frozen store host must not hold this rank's report
+  // for the store's whole timeout. The margin lets a live store answer the wait at its window.
+  const auto cap = window + kStoreAnswerMargin;
+  store::CallCap bounded(cap);
   try {
     const Record mine = record_of(group, request);
     const std::string text = encode(mine);
@@ -164,6 +175,8 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
         elsewhere.emplace_back(peer, theirs->text);
       }
     }
+    // Which of the silent ones are frozen, while the store still answers this rank's calls.
+    const std::string frozen = frozen_peers(silent);
     // The others read this rank's record, and theirs, from the store's server: when this process
     // hosts it, leaving at once would cut off ranks whose window ends a moment after this one's.
     if (auto* tcp = dynamic_cast<TCPStore*>(store.get()); tcp != nullptr && tcp->server()) {
@@ -204,7 +217,14 @@ std::string stuck_peers(const GroupSpec& group, const OpRequest& request,
           name_ranks(silent), window.count(),
           is_point_to_point(request.kind) ? "" : fmt::format("not in this {}; ", op));
     }
+    out += frozen;
     return out;
+  } catch (const Timeout& e) {
+    mark_store_silent();
+    return fmt::format(
+        "; the job's rendezvous store did not answer within {} ms, so which ranks did not arrive "
+        "is unknown: {}, which hosts it, is frozen (SIGSTOP, a hung host) or cut off ({})",
+        cap.count(), current().store_host.empty() ? "the process" : current().store_host, e.what());
   } catch (const std::exception&) {
     return {};  // the store is gone (rank 0, its host, has exited): nothing more to tell
   }

@@ -115,7 +115,10 @@ void TCPStore::release(std::unique_ptr<store::ClientConnection> connection) {
 Reply TCPStore::call(const Request& r, const std::string& what, std::chrono::milliseconds wait) {
   const bool waits = r.op == Op::Get || r.op == Op::Wait;
   const std::vector<std::string> keys = r.op == Op::Wait ? r.keys : std::vector{r.key};
-  const auto deadline = store::deadline_after(waits ? with_grace(wait) : options_.timeout);
+  const auto started = store::Clock::now();
+  const auto deadline =
+      store::CallCap::apply(store::deadline_after(waits ? with_grace(wait) : options_.timeout));
+  const auto allowed = std::chrono::ceil<std::chrono::milliseconds>(deadline - started);
   std::unique_ptr<store::ClientConnection> connection = acquire(deadline);
   const std::string violation =
       store::wire::limit_violation(r, connection->max_key(), connection->max_value());
@@ -129,7 +132,7 @@ Reply TCPStore::call(const Request& r, const std::string& what, std::chrono::mil
   } catch (const ConnectionError& e) {
     switch (e.why()) {
       case ConnectionError::Why::Overdue:
-        if (waits) {
+        if (waits && !store::CallCap::active()) {
           throw Timeout(
               store::timeout_message(name_, wait, keys,
                                      " (and the server did not answer at that deadline: it may be "
@@ -138,7 +141,7 @@ Reply TCPStore::call(const Request& r, const std::string& what, std::chrono::mil
         throw Timeout(
             fmt::format("{}: {}: no reply from the server within {}; it may be "
                         "overloaded or stopped",
-                        name_, what, store::describe_duration(options_.timeout)));
+                        name_, what, store::describe_duration(allowed)));
       case ConnectionError::Why::Lost:
         throw RendezvousError(
             fmt::format("{}: {}: lost the connection to the server ({}); the server (rank 0 or the "

@@ -106,7 +106,7 @@ std::string what_keys(const char* op, const std::vector<std::string>& keys) {
 class TorchStoreClient::Exchange {
  public:
   Exchange(TorchStoreClient& client, std::string what, Clock::time_point deadline)
-      : client_(client), what_(std::move(what)), deadline_(deadline) {}
+      : client_(client), what_(std::move(what)), deadline_(CallCap::apply(deadline)) {}
 
   template <class Body>
   auto operator()(Body body) {

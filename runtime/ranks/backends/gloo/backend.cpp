@@ -25,6 +25,7 @@
 #include <mutex>
 #include <numeric>
 #include <sstream>
+#include <string_view>
 
 #include "ranks/backends/gloo/work.hpp"
 #include "ranks/backends/join.hpp"
@@ -47,17 +48,34 @@ constexpr uint32_t kConnectTag = 0xffffffff;
 // in the job's store (under the group's prefix) and every wait has our deadline.
 class StoreAdapter final : public ::gloo::rendezvous::Store {
  public:
+  // What every rank of the job puts before each value it writes for gloo: a value without it is
+  // not the job's (the store's data was tampered with), which gloo itself would decode as an
+  // address and fail on with a message that does not say so.
+  static constexpr std::string_view kMark = "ranks/gloo 1\n";
+
   StoreAdapter(std::shared_ptr<ranks::Store> store, std::chrono::milliseconds timeout)
       : store_(std::move(store)), timeout_(timeout) {}
 
   void set(const std::string& key, const std::vector<char>& data) override {
-    store_->set(key, std::vector<uint8_t>(data.begin(), data.end()));
+    std::vector<uint8_t> value(kMark.size() + data.size());
+    std::memcpy(value.data(), kMark.data(), kMark.size());
+    if (!data.empty()) std::memcpy(value.data() + kMark.size(), data.data(), data.size());
+    store_->set(key, value);
     seen_[key] = data;
   }
   std::vector<char> get(const std::string& key) override {
     store_->wait({key}, timeout_);  // our deadline rather than the store's own
     std::vector<uint8_t> value = store_->get(key);
-    return seen_[key] = std::vector<char>(value.begin(), value.end());
+    if (value.size() < kMark.size() || !std::equal(kMark.begin(), kMark.end(), value.begin())) {
+      throw RendezvousError(fmt::format(
+          "the rendezvous data under key '{}' was not the job's: every rank of the job writes "
+          "its keys with a mark this value lacks, so another program wrote it to the job's store "
+          "(a store without a secret lets anyone who reaches it write; ranks run gives it one, "
+          "or set RANKS_STORE_TOKEN or RANKS_STORE_TOKEN_FILE)",
+          key));
+    }
+    return seen_[key] = std::vector<char>(value.begin() + static_cast<std::ptrdiff_t>(kMark.size()),
+                                          value.end());
   }
   void wait(const std::vector<std::string>& keys) override { store_->wait(keys, timeout_); }
   void wait(const std::vector<std::string>& keys,
@@ -163,8 +181,6 @@ std::shared_ptr<::gloo::transport::Device> open_device() {
   return ::gloo::transport::tcp::CreateDevice(loopback);
 }
 
-std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
-
 // How gloo prints an address: "[ip]:port". Debian's gloo prints the port field as stored (in
 // network byte order); raw_port=false gives the converted number, as a fixed gloo would.
 std::string gloo_address(const sockaddr_storage& ss, bool raw_port) {
@@ -189,8 +205,8 @@ std::string gloo_address(const sockaddr_storage& ss, bool raw_port) {
 // in gloos that refresh it once connected, the peer's current pair address, which each rank
 // publishes here. Both become aliases of the peer, so an IoException can be traced to a rank.
 std::vector<std::pair<int, std::string>> exchange_endpoints(
-    ranks::Store& store, StoreAdapter& adapter, const std::shared_ptr<::gloo::Context>& context,
-    const GroupSpec& spec, std::chrono::milliseconds timeout) {
+    StoreAdapter& adapter, const std::shared_ptr<::gloo::Context>& context, const GroupSpec& spec,
+    std::chrono::milliseconds timeout) {
   const int n = spec.size();
   // gloo finishes connecting in the background: one byte to and from every peer first, so that
   // every pair address is final (which also proves the mesh before the first op).
@@ -208,7 +224,7 @@ std::vector<std::pair<int, std::string>> exchange_endpoints(
     if (j != spec.rank) mine += context->getPair(j)->address().str();
     mine += '\n';
   }
-  store.set(fmt::format("endpoints/{}", spec.rank), bytes_of(mine));
+  adapter.set(fmt::format("endpoints/{}", spec.rank), std::vector<char>(mine.begin(), mine.end()));
   std::vector<std::pair<int, std::string>> aliases;
   for (int j = 0; j < n; ++j) {
     if (j == spec.rank) continue;
@@ -245,7 +261,7 @@ Mesh connect_mesh(const std::shared_ptr<PrefixStore>& store, const GroupSpec& sp
   context->setTimeout(timeout);
   StoreAdapter adapter(store, timeout);
   context->connectFullMesh(adapter, device);
-  auto endpoints = exchange_endpoints(*store, adapter, context, spec, timeout);
+  auto endpoints = exchange_endpoints(adapter, context, spec, timeout);
   return {std::move(context), std::move(endpoints)};
 }
 

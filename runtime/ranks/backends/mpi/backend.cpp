@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -14,6 +15,7 @@
 #include "ranks/backends/plugin.hpp"
 #include "ranks/context.hpp"
 #include "ranks/errors.hpp"
+#include "ranks/real/frozen_peers.hpp"
 
 namespace ranks::backends::mpi {
 
@@ -153,6 +155,29 @@ class MpiBackend final : public Backend {
   std::shared_ptr<Comm> comm_;
 };
 
+// Every rank's process (host, pid), so that a rank whose op times out can tell a frozen peer on
+// its host (real/frozen_peers.hpp): MPI has no store to publish it in. Gathered over the world's
+// own duplicate, before any op, so no op's sequence number moves.
+void gather_processes(MPI_Comm comm, int size) {
+  struct Entry {
+    int pid;
+    char host[252];
+  };
+  const ranks::detail::RankProcess me = ranks::detail::this_process();
+  Entry mine{me.pid, {}};
+  std::strncpy(mine.host, me.host.c_str(), sizeof mine.host - 1);
+  std::vector<Entry> all(static_cast<size_t>(size));
+  const int bytes = static_cast<int>(sizeof mine);
+  check_mpi(MPI_Allgather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, comm),
+            "MPI_Allgather", "mpi");
+  std::vector<ranks::detail::RankProcess> processes;
+  processes.reserve(all.size());
+  for (const Entry& e : all) {
+    processes.push_back({std::string(e.host, ::strnlen(e.host, sizeof e.host)), e.pid});
+  }
+  ranks::detail::set_rank_processes(std::move(processes));
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
@@ -170,6 +195,7 @@ std::unique_ptr<Backend> create_world(const WorldSetup& setup) {
   auto members = std::make_shared<std::vector<int>>(static_cast<size_t>(size));
   std::iota(members->begin(), members->end(), 0);
   auto comm = std::make_shared<Comm>(duplicate(MPI_COMM_WORLD), "world", std::move(members), rank);
+  if (!setup.group) gather_processes(comm->handle, size);
   comm->default_timeout = setup.timeout;
   auto world = std::make_unique<MpiBackend>(std::move(comm));
   // A side group: split from the world, in which every rank takes part.

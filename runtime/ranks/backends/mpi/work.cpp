@@ -10,6 +10,7 @@
 #include "ranks/detail/check.hpp"
 #include "ranks/detail/failure_text.hpp"
 #include "ranks/errors.hpp"
+#include "ranks/real/frozen_peers.hpp"
 
 namespace ranks::backends::mpi {
 
@@ -284,6 +285,19 @@ std::string missing(const Comm& comm, const OpRequest& op) {
          "MPI shows it to no one";
 }
 
+// Those of the ranks the op waits on that are frozen, as far as this host can see.
+std::string frozen(const Comm& comm, const OpRequest& op) {
+  std::vector<int> awaited;
+  if (is_point_to_point(op.kind)) {
+    if (op.root != any_source) awaited.push_back(comm.global_rank(op.root));
+  } else {
+    for (int r = 0; r < static_cast<int>(comm.members->size()); ++r) {
+      if (r != comm.rank) awaited.push_back(comm.global_rank(r));
+    }
+  }
+  return ranks::detail::frozen_peers(awaited);
+}
+
 }  // namespace
 
 std::string timeout_text(const Comm& comm, const OpRequest& op, std::chrono::nanoseconds waited,
@@ -291,7 +305,7 @@ std::string timeout_text(const Comm& comm, const OpRequest& op, std::chrono::nan
   return ranks::detail::timeout_text(comm.global_rank(comm.rank), timeout,
                                      ranks::detail::place_of(op, comm.name),
                                      ranks::detail::waited_details(waited, "mpi"),
-                                     missing(comm, op), consequence);
+                                     missing(comm, op) + frozen(comm, op), consequence);
 }
 
 }  // namespace ranks::backends::mpi
