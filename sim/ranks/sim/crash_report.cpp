@@ -24,6 +24,7 @@
 #include "ranks/sim/interruption.hpp"
 #include "ranks/sim/outsiders.hpp"
 #include "ranks/sim/stack.hpp"
+#include "ranks/sim/thread_turns.hpp"
 
 namespace ranks::sim::detail {
 
@@ -260,6 +261,18 @@ void on_fatal_signal(int sig, siginfo_t* info, void*) {
                               std::string_view(victim, std::min(victim_length, sizeof victim)))
                  .size;
     rank = &culprit;
+  } else if (const ThreadTurns* turns = engine != nullptr ? engine->turns() : nullptr;
+             rank != nullptr && turns != nullptr && (sig == SIGSEGV || sig == SIGBUS) &&
+             turns->ran_off_stack(rank->rank, info != nullptr ? info->si_addr : nullptr)) {
+    char last[1024];
+    length = fmt::format_to_n(message, sizeof message,
+                              "rank {} overflowed its thread's stack of {} KiB ({}), and the "
+                              "process died on signal {} (SIG{}): deep recursion (through C "
+                              "code, which the interpreter's recursion limit does not bound) or "
+                              "large local arrays",
+                              rank->rank, turns->stack_bytes() / 1024,
+                              after_last_op_to(last, *rank), sig, sigabbrev_np(sig))
+                 .size;
   } else if (rank == nullptr) {
     length = fmt::format_to_n(message, sizeof message,
                               "the process died on signal {} (SIG{}) while no rank was running",

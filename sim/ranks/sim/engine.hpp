@@ -207,6 +207,8 @@ class Engine final : public Clock {
 
   // The ranks' fiber stacks while run_fibers runs (null on rank threads), for the crash report.
   const StackPool* stacks() const { return stacks_; }
+  // The ranks' threads while run_threads runs (null on fibers), for the crash report.
+  const ThreadTurns* turns() const { return turns_; }
   // What the report says of a rank that overflowed its fiber stack.
   std::string stack_overflow_text(const SimRank& rank) const;
 

@@ -69,6 +69,15 @@ void* ThreadTurns::thread_main(void* start) {
 }
 
 void ThreadTurns::live(SimRank& rank) {
+  pthread_attr_t attributes;
+  if (::pthread_getattr_np(::pthread_self(), &attributes) == 0) {
+    void* low = nullptr;
+    size_t size = 0;
+    if (::pthread_attr_getstack(&attributes, &low, &size) == 0) {
+      seats_[static_cast<size_t>(rank.rank)].stack_low.store(reinterpret_cast<uintptr_t>(low));
+    }
+    ::pthread_attr_destroy(&attributes);
+  }
   std::vector<char> signal_stack(signal_stack_bytes);
   stack_t alternate{};
   alternate.ss_sp = signal_stack.data();
@@ -80,6 +89,17 @@ void ThreadTurns::live(SimRank& rank) {
   pass_from(nullptr);
   alternate.ss_flags = SS_DISABLE;
   ::sigaltstack(&alternate, nullptr);
+}
+
+bool ThreadTurns::ran_off_stack(int rank, const void* address) const {
+  if (rank < 0 || rank >= world_size_ || address == nullptr) return false;
+  const uintptr_t low = seats_[static_cast<size_t>(rank)].stack_low.load();
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  // The guard page lies just below; a large local array can jump past it, so anything within
+  // the reach of one frame below counts, and the lowest page of the stack itself.
+  constexpr uintptr_t kBelow = 1 << 20;
+  constexpr uintptr_t kPage = 4096;
+  return low != 0 && at + kBelow >= low && at < low + kPage;
 }
 
 void ThreadTurns::run(const std::function<void(SimRank&)>& entry) {

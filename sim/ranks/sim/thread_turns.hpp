@@ -56,9 +56,15 @@ class ThreadTurns {
   // The running rank lets the ranks ready before it go first.
   void yield(SimRank& rank);
 
+  // Whether address (a fault's) lies just below the rank's thread stack, in its guard page or
+  // past it: the rank ran off its stack. Async-signal-safe (the crash report asks).
+  bool ran_off_stack(int rank, const void* address) const;
+  size_t stack_bytes() const { return stack_bytes_; }
+
  private:
   struct alignas(64) Seat {
     std::atomic<uint32_t> turn{0};  // 1: this thread's turn, not yet taken
+    std::atomic<uintptr_t> stack_low{0};  // the lowest address of the thread's stack, once known
   };
   struct Start {
     ThreadTurns* turns;
