@@ -11,6 +11,7 @@
 #include <random>
 #include <system_error>
 
+#include "ranks/capabilities.hpp"
 #include "ranks/init.hpp"
 #include "ranks/objects.hpp"
 
@@ -187,17 +188,22 @@ void collect_through_directory(Bytes mine, const std::optional<fs::path>& tmpdir
 
   const std::string mine_status = write_part(a, mine, rank);
   mine = Bytes{};  // the part is on disk now; rank 0 reads it back with the others
-  std::vector<std::string> statuses = all_gather_object(mine_status, Group{}, where);
-  std::vector<std::string> problems;
-  for (std::string& s : statuses) {
-    if (!s.empty()) problems.push_back(std::move(s));
-  }
-  if (!problems.empty()) {
+  // How many ranks failed to write their part, on every rank alike; what went wrong is gathered
+  // only then (every rank's status to every rank costs N² at scale, and is nearly always empty).
+  Tensor failed = Tensor::of<int64_t>({mine_status.empty() ? 0 : 1}, comm_device());
+  all_reduce(failed, ReduceOp::Sum, Group{}, where);
+  const Tensor failed_on_host =
+      failed.device().type == Device::Type::CPU ? failed : failed.to(Device::cpu());
+  if (*static_cast<const int64_t*>(failed_on_host.data_ptr()) > 0) {
+    std::vector<std::string> problems;
+    for (std::string& s : all_gather_object(mine_status, Group{}, where)) {
+      if (!s.empty()) problems.push_back(std::move(s));
+    }
     throw Error(
         fmt::format("collect_results at {}: {}", where_text(where), fmt::join(problems, "; ")));
   }
   if (rank != 0) return;
-  for (int r = 0; r < static_cast<int>(statuses.size()); ++r) {
+  for (int r = 0; r < get_world_size(); ++r) {
     Bytes part = read_part(a.dir, r);
     consume(r, part);
   }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <tuple>
 #include <utility>
 
 #include "ranks/capabilities.hpp"
@@ -149,12 +150,11 @@ Slots exchange(uint8_t* mine, size_t each, int dst, const Group& group, where_t 
   return slots;
 }
 
-// Every rank sees the same heads, so every rank raises the same error and none is left waiting.
-void check_same_dst(const Slots& heads, const Group& group, std::string_view op, where_t where) {
+// Every rank sees the same roots, so every rank raises the same error and none is left waiting.
+void check_same_dst(const std::vector<int64_t>& roots, const Group& group, std::string_view op,
+                    where_t where) {
   std::map<int64_t, std::vector<size_t>> ranks_by_root;
-  for (size_t r = 0; r < heads.tensors.size(); ++r) {
-    ranks_by_root[root_in(static_cast<const uint8_t*>(heads.tensors[r].data_ptr()))].push_back(r);
-  }
+  for (size_t r = 0; r < roots.size(); ++r) ranks_by_root[roots[r]].push_back(r);
   if (ranks_by_root.size() <= 1) return;
   std::vector<std::string> sides;
   for (const auto& [root, members] : ranks_by_root) {
@@ -166,22 +166,60 @@ void check_same_dst(const Slots& heads, const Group& group, std::string_view op,
       group.name(), ranks::detail::where_str(where), fmt::join(sides, "; "), get_rank(group)));
 }
 
-// Every member's head (carrying up to `carries` bytes of its payload) and payload length, the
-// lengths (and, for a gather, the roots) checked on every rank alike.
+// Every member's payload length and root when heads carry no payload: an all_reduce (sum) of
+// two int64 per member, each member filling its own pair and zeros elsewhere. Each rank holds
+// one tensor of 16·N bytes where an all_gather of heads gives it N tensors (4 M of them over
+// 2,048 simulated ranks).
+std::pair<std::vector<uint64_t>, std::vector<int64_t>> lengths_and_roots(uint64_t length, int root,
+                                                                         const Group& group,
+                                                                         where_t where) {
+  const auto members = static_cast<size_t>(get_world_size(group));
+  const auto me = static_cast<size_t>(get_rank(group));
+  Tensor table = Tensor::zeros({static_cast<int64_t>(2 * members)}, DType::Int64, Device::cpu());
+  auto* cells = static_cast<int64_t*>(table.data_ptr());
+  cells[2 * me] = static_cast<int64_t>(length);
+  cells[2 * me + 1] = root;
+  const Device device = comm_device();
+  Tensor moved = device.type == Device::Type::CPU ? table : table.to(device);
+  all_reduce(moved, ReduceOp::Sum, group, where);
+  const Tensor summed = on_host(moved);
+  const auto* sums = static_cast<const int64_t*>(summed.data_ptr());
+  std::vector<uint64_t> lengths(members);
+  std::vector<int64_t> roots(members);
+  for (size_t r = 0; r < members; ++r) {
+    lengths[r] = static_cast<uint64_t>(sums[2 * r]);
+    roots[r] = sums[2 * r + 1];
+  }
+  return {std::move(lengths), std::move(roots)};
+}
+
+// Every member's head (carrying up to `carries` bytes of its payload; none when `carries` is 0)
+// and payload length, the lengths (and, for a gather, the roots) checked on every rank alike.
 std::pair<Slots, std::vector<uint64_t>> all_gather_heads(const Bytes& mine, const Group& group,
                                                          std::string_view op, where_t where,
                                                          uint64_t carries = eager_bytes,
                                                          int root = -1) {
-  const size_t head_bytes = head_preamble_bytes + carries;
-  Block head = take_block(head_bytes);
-  write_head(head.get(), mine, carries, root);
-  Slots heads = exchange(head.get(), head_bytes, -1, group, where);
-  if (root >= 0) check_same_dst(heads, group, op, where);
+  Slots heads;
   std::vector<uint64_t> lengths;
-  lengths.reserve(heads.tensors.size());
-  for (size_t r = 0; r < heads.tensors.size(); ++r) {
-    lengths.push_back(length_in(static_cast<const uint8_t*>(heads.tensors[r].data_ptr())));
-    check_announced_size(lengths.back(), describe_rank(static_cast<int>(r), group), op);
+  std::vector<int64_t> roots;
+  if (carries == 0) {
+    std::tie(lengths, roots) = lengths_and_roots(mine.size(), root, group, where);
+  } else {
+    const size_t head_bytes = head_preamble_bytes + carries;
+    Block head = take_block(head_bytes);
+    write_head(head.get(), mine, carries, root);
+    heads = exchange(head.get(), head_bytes, -1, group, where);
+    for (const Tensor& t : heads.tensors) {
+      lengths.push_back(length_in(static_cast<const uint8_t*>(t.data_ptr())));
+      roots.push_back(root_in(static_cast<const uint8_t*>(t.data_ptr())));
+    }
+  }
+  if (root >= 0) check_same_dst(roots, group, op, where);
+  const uint64_t limit = max_payload_bytes();  // read once: a group has many members
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    if (lengths[r] < header_bytes || lengths[r] > limit) {
+      check_announced_size(lengths[r], describe_rank(static_cast<int>(r), group), op);
+    }
   }
   return {std::move(heads), std::move(lengths)};
 }
@@ -201,6 +239,19 @@ uint64_t next_head_payload(uint64_t largest_payload) {
   if (largest_payload <= eager_bytes || largest_payload > most) return eager_bytes;
   const uint64_t with_room = head_preamble_bytes + largest_payload + largest_payload / 16;
   return (with_room + 4095) / 4096 * 4096 - head_preamble_bytes;  // heads of whole pages
+}
+
+// Heads carry a payload along (one collective for a small object) while the exchange of heads
+// stays small: every member receives every head, so a head of h bytes costs each of N members
+// N·h, and a simulated run, which holds every rank's, N²·h (4 GiB for 1 KiB heads at 2,048
+// ranks). Past kHeadExchangeBytes per member, heads carry only the length and the root, and the
+// payloads follow in a collective of their own. Every member computes the same from the group's
+// size and the same `wanted`, so they agree on whether a second collective follows.
+constexpr uint64_t kHeadExchangeBytes = uint64_t{256} << 10;
+
+uint64_t carried_along(const Group& group, uint64_t wanted) {
+  const auto members = static_cast<uint64_t>(get_world_size(group));
+  return members * (head_preamble_bytes + wanted) <= kHeadExchangeBytes ? wanted : 0;
 }
 
 ranks::detail::GroupImpl& impl_of(const Group& group) {
@@ -257,7 +308,7 @@ Parts all_gather_bytes(Bytes mine, const Group& group, std::string_view op, wher
   // Every member reads and updates the same hint from the same lengths, so they agree on the size
   // of the heads and on whether a second collective follows.
   uint64_t& carries = impl_of(group).object_head_payload;
-  const uint64_t carried = std::max(carries, eager_bytes);
+  const uint64_t carried = carried_along(group, std::max(carries, eager_bytes));
   auto [heads, lengths] = all_gather_heads(mine, group, op, where, carried);
   carries = next_head_payload(largest(lengths));
   if (largest(lengths) <= carried) {
@@ -273,8 +324,9 @@ std::optional<Parts> gather_bytes(Bytes mine, int dst, const Group& group, std::
   // Checked before anything is sent: small payloads travel in an all_gather, which has no root
   // to check, and a dst outside the group would leave every rank with nullopt.
   ranks::detail::check_root({OpKind::Gather, &impl_of(group), where, op}, dst, "dst");
-  auto [heads, lengths] = all_gather_heads(mine, group, op, where, eager_bytes, dst);
-  if (largest(lengths) <= eager_bytes) {
+  const uint64_t carried = carried_along(group, eager_bytes);
+  auto [heads, lengths] = all_gather_heads(mine, group, op, where, carried, dst);
+  if (largest(lengths) <= carried) {
     if (get_rank(group) != dst) return std::nullopt;
     return Parts(std::move(heads), std::move(lengths), head_preamble_bytes);
   }
@@ -316,8 +368,8 @@ void stream_to_root(Bytes mine, int dst, const Group& group, std::string_view op
                     const std::function<void(int, std::span<const uint8_t>)>& consume,
                     where_t where) {
   ranks::detail::CarryingObjects carrying;
-  const std::vector<uint64_t> lengths =
-      all_gather_heads(mine, group, op, where, eager_bytes, dst).second;
+  // Only the lengths are used: heads carry nothing (no N² head exchange at scale).
+  const std::vector<uint64_t> lengths = all_gather_heads(mine, group, op, where, 0, dst).second;
   const Device device = comm_device();
   if (get_rank(group) != dst) {
     send(on_comm_device(mine, device), dst, group, object_tag, where);
