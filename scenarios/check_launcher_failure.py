@@ -6,10 +6,11 @@
 
 Runs 3 ranks of PROGRAM (scenarios/bugs/crashed_rank.cpp) twice: with CRASH_RANK=1 (rank 1
 aborts mid-job) and with FAIL_RANK=1 (rank 1's body throws). Each time the launcher must exit
-non-zero and give rank 1 its own end (SIGABRT; status 1), and ranks 0 and 2 status 75 (they
-stopped because a peer failed, which is what ranks says with that status) rather than being
-killed after a timeout. When rank 1 threw, a survivor names its error as the first failure.
-torchrun says so in its failure summary ("rank : 1 ... exitcode : -6"), srun in its error lines
+non-zero and give rank 1 its own end (SIGABRT; status 1); ranks 0 and 2 end with status 75 (they
+stopped because a peer failed, which is what ranks says with that status), or under torchrun are
+stopped by its agent, never killed after a timeout. When rank 1 threw, a survivor names its error as the first failure.
+torchrun names rank 1 as its summary's Root Cause ("rank : 1 ... exitcode : -6"), where it used
+to name rank 0, a survivor that it saw in the same second; srun says so in its error lines
 ("task 1: Aborted", "tasks 0,2: Exited with exit code 75").
 """
 import os
@@ -22,12 +23,20 @@ CAUSE = "the first failure was rank 1: the data loader ran out of batches"
 
 
 def torchrun_verdict(output, variable):
-    """What is wrong with torchrun's summary, or None."""
+    """What is wrong with torchrun's summary, or None: its Root Cause must be rank 1 with its
+    own end, and any other failure it lists a survivor's 75. (The survivors give torchrun's
+    agent time to see rank 1 first; it then stops them, and lists them no more.)"""
     found = re.findall(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)",
-                       output)
-    codes = {int(rank): int(code) for rank, code in found}
-    want = {0: SURVIVOR_EXIT, 1: -6 if variable == "CRASH_RANK" else 1, 2: SURVIVOR_EXIT}
-    return None if codes == want else f"its summary gives exit codes {codes}, expected {want}"
+                       output.split("Root Cause", 1)[-1])
+    if not found:
+        return "its summary has no Root Cause"
+    root, others = found[0], found[1:]
+    want_root = ("1", str(-6 if variable == "CRASH_RANK" else 1))
+    if root != want_root:
+        return f"its Root Cause is rank {root[0]} exit code {root[1]}, expected {want_root}"
+    if any(code != str(SURVIVOR_EXIT) for _, code in others):
+        return f"it lists other failures {others}, expected none or survivors' {SURVIVOR_EXIT}"
+    return None
 
 
 def srun_verdict(output, variable):
@@ -70,7 +79,7 @@ def main():
             break
     if failures:
         sys.exit("check_launcher_failure: " + "; ".join(failures))
-    print(f"{launcher} named rank 1's abort and error; ranks 0 and 2 exited 75 each time")
+    print(f"{launcher} named rank 1's abort and error, not a rank that stopped because of it")
 
 
 if __name__ == "__main__":

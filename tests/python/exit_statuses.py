@@ -7,29 +7,15 @@ usage: exit_statuses.py
 """
 
 import os
-import socket
-import subprocess
-import sys
+
+from hand_started import start_ranks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "own_failure.py")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
-    port = free_port()
-    ranks = []
-    for rank in range(3):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   RANKS_STORE_TOKEN="exit-statuses-test", RANKS_TIMEOUT="60")
-        ranks.append(subprocess.Popen([sys.executable, SCRIPT], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+    ranks = start_ranks([SCRIPT], 3, RANKS_STORE_TOKEN="exit-statuses-test", RANKS_TIMEOUT="60")
     results = [p.communicate(timeout=120) for p in ranks]
     statuses = [p.returncode for p in ranks]
     for rank, (out, err) in enumerate(results):

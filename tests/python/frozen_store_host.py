@@ -10,9 +10,9 @@ usage: frozen_store_host.py          (the test)
 
 import os
 import signal
-import socket
-import subprocess
 import sys
+
+from hand_started import start_ranks
 
 WANT = ["the job's rendezvous store did not answer within 2500 ms",
         "rank 0, which hosts it, is frozen"]
@@ -31,22 +31,9 @@ def body():
     dist.all_reduce(values)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
-    port = free_port()
-    ranks = []
-    for rank in range(3):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="3", LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE="3", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   RANKS_STORE_TOKEN="frozen-store-host-test", RANKS_TIMEOUT="4")
-        ranks.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "body"],
-                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+    ranks = start_ranks([os.path.abspath(__file__), "body"], 3,
+                        RANKS_STORE_TOKEN="frozen-store-host-test", RANKS_TIMEOUT="4")
     try:
         survivors = [p.communicate(timeout=60) for p in ranks[1:]]
     finally:

@@ -34,6 +34,7 @@
 #include "mpirun.hpp"
 #include "node_watch.hpp"
 #include "ranks/real/fatal.hpp"
+#include "ranks/real/frozen_peers.hpp"
 #include "ranks/launch/cpu_binding.hpp"
 #include "ranks/launch/free_port.hpp"
 #include "ranks/launch/job_secret.hpp"
@@ -119,22 +120,11 @@ void signal_rank(const Child& child, int sig) {
   if (kill(-child.pid, sig) != 0) kill(child.pid, sig);
 }
 
-// Whether the process is stopped by a signal (state T) or at a debugger's (t): frozen.
-bool is_frozen(pid_t pid) {
-  std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
-  if (stat == nullptr) return false;
-  char line[1024] = {};
-  const bool read = std::fgets(line, sizeof line, stat) != nullptr;
-  std::fclose(stat);
-  const char* after_name = read ? std::strrchr(line, ')') : nullptr;  // the name may hold ')'
-  return after_name != nullptr && (after_name[2] == 'T' || after_name[2] == 't');
-}
-
 // The launcher stops a rank that is still running: SIGTERM, and a frozen one is let run again
 // to act on it (else only the SIGKILL after the grace period would end it).
 void stop_rank(Child& child) {
   child.stopped = true;
-  child.frozen = is_frozen(child.pid);
+  child.frozen = detail::process_stopped(child.pid);
   signal_rank(child, SIGTERM);
   if (child.frozen) signal_rank(child, SIGCONT);
 }

@@ -1,5 +1,9 @@
 #include "ranks/real/fatal.hpp"
 
+#include <time.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,6 +14,22 @@
 namespace ranks::detail {
 
 namespace {
+
+// Under torchrun the agent names as the "Root Cause" the failed worker it saw first, by whole
+// seconds and then the lowest local rank, and it sees every worker that has exited by its next
+// look (every 0.1 s): a rank that stops because another failed is then often named in its
+// place. Such a rank first gives the agent up to kAgentNotice to see the other's failure; the
+// agent then stops this one (SIGTERM, whose default action ends it here) and leaves it out of
+// its failures. A rank whose peers only hang (a timeout) exits after the wait all the same.
+constexpr std::chrono::seconds kAgentNotice{2};
+
+void let_torchrun_see_the_cause_first() {
+  if (std::getenv("TORCHELASTIC_RUN_ID") == nullptr) return;
+  std::fflush(nullptr);
+  timespec left{static_cast<time_t>(kAgentNotice.count()), 0};
+  while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
 
 [[noreturn]] void leave(const std::string& what, bool symptom) {
   if (symptom && !debug_detail()) {
@@ -28,6 +48,7 @@ namespace {
   } else if (!symptom) {
     publish_failure(what);
   }
+  if (symptom) let_torchrun_see_the_cause_first();
   // The launcher sees the exit status, and peers see the closed connections.
   std::fflush(nullptr);
   std::_Exit(symptom ? peer_failed_exit_status : 1);

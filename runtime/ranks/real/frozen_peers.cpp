@@ -55,8 +55,9 @@ std::optional<RankProcess> process_of(int global_rank) {
   }
 }
 
-// Whether process pid of this host is stopped: state T (a stop signal) or t (a debugger's).
-bool stopped(int pid) {
+}  // namespace
+
+bool process_stopped(int pid) {
   std::FILE* stat = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r");
   if (stat == nullptr) return false;
   char line[1024] = {};
@@ -65,8 +66,6 @@ bool stopped(int pid) {
   const char* after_name = read ? std::strrchr(line, ')') : nullptr;  // the name may hold ')'
   return after_name != nullptr && (after_name[2] == 'T' || after_name[2] == 't');
 }
-
-}  // namespace
 
 RankProcess this_process() {
   char name[256] = {};
@@ -93,7 +92,7 @@ std::string frozen_peers(const std::vector<int>& global_ranks) {
   for (int rank : global_ranks) {
     if (named == kShown) break;
     const auto process = process_of(rank);
-    if (!process || process->host != here || process->pid <= 0 || !stopped(process->pid)) {
+    if (!process || process->host != here || process->pid <= 0 || !process_stopped(process->pid)) {
       continue;
     }
     out += fmt::format(

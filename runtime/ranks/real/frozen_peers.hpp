@@ -24,6 +24,9 @@ struct RankProcess {
 // This process, as the others see it.
 RankProcess this_process();
 
+// Whether process pid of this host is stopped: by a signal (state T) or at a debugger's stop (t).
+bool process_stopped(int pid);
+
 // Publishes this rank's process to the job's store.
 void publish_process(Store& store, int global_rank);
 
