@@ -72,6 +72,10 @@ class Context {
   // keeps thousands of contexts, and each rank-operation's lines are what a large run waits on.
   bool initialized = false;
   bool started_by_main = false;  // init_process_group() inside ranks::main() adopts this one
+  // A simulated rank of a script that initialises itself (`ranks sim -- python3 script.py`): not
+  // distributed (initialized false, its world kept) until the script's own init_process_group or
+  // init_dist, as a real process is not.
+  bool awaiting_init = false;
   // Object collectives (and the small exchanges of sync_random_seed and all_reduce_dict's key
   // check) in progress on this rank: the program's own metadata, so the simulator moves their
   // bytes even in a shapes-only run, where nothing downstream would make sense without them.

@@ -35,6 +35,8 @@ _RANKS_DIST_IMPORT = re.compile(
 def _rank_main(code, path, enter_rank=None):
     if enter_rank is not None:
         enter_rank()
+    else:
+        _core.await_own_init()  # a ranks.dist script is distributed from its own init on
     module = types.ModuleType("__main__")
     module.__file__ = path
     module.__builtins__ = __builtins__

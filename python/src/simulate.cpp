@@ -15,6 +15,7 @@
 #include "bindings.hpp"
 #include "rank_threads.hpp"
 #include "rank_turns.hpp"
+#include "ranks/context.hpp"
 #include "ranks/detail/rejected_op.hpp"
 #include "ranks/errors.hpp"
 #include "ranks/real/run_simulated.hpp"
@@ -212,6 +213,18 @@ void register_simulator(py::module_& m) {
       throw InvalidArgument("set_main_module: only a simulated rank has a __main__ of its own");
     }
     threads->set_main_module(module.ptr());
+  });
+
+  // A script's simulated rank on fibers (a ranks.dist script) is not distributed until the
+  // script's own init_process_group or init_dist, as a real process is not: code before it gives
+  // the same numbers simulated and real. (torch's own state does the same for torch scripts.)
+  m.def("await_own_init", [] {
+    Context& context = ranks::current();
+    if (!simulating() || !context.started_by_main) {
+      throw InvalidArgument("await_own_init: only a simulated rank waits for its own init");
+    }
+    context.initialized = false;
+    context.awaiting_init = true;
   });
 
   // `ranks sim -- python3 script.py`: fn runs the script as __main__ on every rank; options come

@@ -8,6 +8,8 @@ import numpy as np
 
 import ranks.dist as dist
 
+dist.init_process_group("gloo")
+
 values = np.ones(4, dtype=np.float32)
 dist.all_reduce(values)
 

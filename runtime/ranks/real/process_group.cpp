@@ -298,6 +298,11 @@ std::string default_backend() {
 
 void init_process_group(const InitOptions& options) {
   Context& context = current();
+  if (context.awaiting_init) {
+    // The simulated world this rank belongs to from the start counts from the script's own init.
+    context.awaiting_init = false;
+    context.initialized = true;
+  }
   if (context.initialized) {
     // ranks::main() initialised this rank already (simulated or launched): adopt it, so that a
     // program written for torchrun or MMEngine's init_dist() runs unchanged.
